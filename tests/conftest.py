@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trace_lint.checker import check
+from trace_lint.config import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def findings_for(source: str, tmp_path: Path, select=("ALL",), name: str = "example.py", **settings):
+    """Run the real engine on one in-memory file and return its findings."""
+    path = tmp_path / name
+    result = check([path], Settings(select=tuple(select), root=tmp_path, **settings), sources={path: source})
+    return result.findings
+
+
+@pytest.fixture
+def lint(tmp_path):
+    def run(source: str, select=("ALL",), **settings):
+        return findings_for(source, tmp_path, select=select, **settings)
+
+    return run

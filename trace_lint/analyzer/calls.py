@@ -1,0 +1,195 @@
+"""Call resolution: which project functions a call in captured code reaches.
+
+Only what can be pinned is resolved; anything else is skipped, since a guess that pins a
+finding on the wrong function is worse than a miss.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
+from .regions import iter_body_nodes
+
+# Method names of builtin containers and strings: `x.append()` on an unknown receiver is
+# far more likely a list than the one project class that happens to define `append`.
+_BUILTIN_METHODS = frozenset(
+    name
+    for kind in (list, dict, set, str, bytes, tuple, int, float, object, frozenset, bytearray)
+    for name in dir(kind)
+)
+
+
+class CallResolver:
+    def __init__(self, project: Project):
+        self.project = project
+        self._methods_by_name: dict[str, list[FunctionInfo]] = {}
+        self._local_classes: dict[int, dict[str, cst.BaseExpression]] = {}
+
+    # -- classes ---------------------------------------------------------------------------
+    def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
+        name = self.project.qualified_name(expr, module, function)
+        if name is None:
+            return None
+        definition = self.project.lookup(name)
+        return definition if isinstance(definition, ClassInfo) else None
+
+    def bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        out = []
+        for base in cls.node.bases:
+            found = self.class_of(base.value, cls.module, None)
+            if found is not None and found is not cls:
+                out.append(found)
+        return out
+
+    def method(self, cls: ClassInfo, name: str, _seen: Optional[set[int]] = None) -> Optional[FunctionInfo]:
+        """Method lookup through project base classes (depth-first, as simple MROs go)."""
+        seen = _seen if _seen is not None else set()
+        if id(cls) in seen:
+            return None
+        seen.add(id(cls))
+        if name in cls.methods:
+            return cls.methods[name]
+        for base in self.bases(cls):
+            found = self.method(base, name, seen)
+            if found is not None:
+                return found
+        return None
+
+    def call_target_of_instance(self, cls: ClassInfo) -> Optional[FunctionInfo]:
+        """What `instance(...)` runs: `__call__`, or `forward` for module-like classes."""
+        return self.method(cls, "__call__") or self.method(cls, "forward")
+
+    def attribute_class(self, cls: ClassInfo, attribute: str) -> Optional[ClassInfo]:
+        """The class of `self.attribute` from `self.attribute = SomeClass(...)` or a factory."""
+        for owner in (cls, *self.bases(cls)):
+            constructor = owner.attribute_types.get(attribute)
+            if constructor is None:
+                continue
+            found = self.class_of(constructor, owner.module, None)
+            if found is not None:
+                return found
+            # self.attr = self.make(): the factory's return annotation names the class.
+            if isinstance(constructor, cst.Attribute) and isinstance(constructor.value, cst.Name):
+                factory = self.method(owner, constructor.attr.value)
+                if factory is not None and factory.node.returns is not None:
+                    found = self.class_of(_unquote(factory.node.returns.annotation), factory.module, factory)
+                    if found is not None:
+                        return found
+        return None
+
+    def local_constructions(self, function: FunctionInfo) -> dict[str, cst.BaseExpression]:
+        """`v = SomeClass(...)` in the function: v -> the constructor expression (single binding only)."""
+        key = id(function)
+        if key not in self._local_classes:
+            seen: dict[str, Optional[cst.BaseExpression]] = {}
+            for node in iter_body_nodes(function):
+                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                    name = node.targets[0].target.value
+                    value = node.value.func if isinstance(node.value, cst.Call) else None
+                    seen[name] = value if name not in seen else None
+            self._local_classes[key] = {k: v for k, v in seen.items() if v is not None}
+        return self._local_classes[key]
+
+    def _receiver_class(self, receiver: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
+        module = function.module
+        if isinstance(receiver, cst.Name):
+            if function.cls is not None and function.params and receiver.value == function.params[0]:
+                return function.cls
+            constructor = self.local_constructions(function).get(receiver.value)
+            if constructor is not None:
+                return self.class_of(constructor, module, function)
+            return None
+        if (
+            isinstance(receiver, cst.Attribute)
+            and isinstance(receiver.value, cst.Name)
+            and function.cls is not None
+            and function.params
+            and receiver.value.value == function.params[0]
+        ):
+            return self.attribute_class(function.cls, receiver.attr.value)
+        return None
+
+    def unique_method(self, name: str) -> Optional[FunctionInfo]:
+        """The method `name` when exactly one class in the project defines it."""
+        if name.startswith("__") or name in _BUILTIN_METHODS:
+            return None
+        if name not in self._methods_by_name:
+            found = []
+            needle = f"def {name}(".encode()
+            for module in self.project.modules_mentioning(needle):
+                module.load()
+                for cls in module.classes.values():
+                    if name in cls.methods:
+                        found.append(cls.methods[name])
+            self._methods_by_name[name] = found
+        candidates = self._methods_by_name[name]
+        return candidates[0] if len(candidates) == 1 else None
+
+    # -- calls -----------------------------------------------------------------------------
+    def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
+        func = call.func
+        module = function.module
+        if isinstance(func, cst.Name):
+            scope: Optional[FunctionInfo] = function
+            while scope is not None:
+                if func.value in scope.nested:
+                    return scope.nested[func.value]
+                scope = scope.parent
+            constructor = self.local_constructions(function).get(func.value)
+            if constructor is not None:
+                cls = self.class_of(constructor, module, function)
+                return self.call_target_of_instance(cls) if cls is not None else None
+            return self._resolve_global(func, module, function)
+        if not isinstance(func, cst.Attribute):
+            return None
+        receiver, attribute = func.value, func.attr.value
+        # super().method()
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+            if function.cls is None:
+                return None
+            for base in self.bases(function.cls):
+                found = self.method(base, attribute)
+                if found is not None:
+                    return found
+            return None
+        cls = self._receiver_class(receiver, function)
+        if cls is not None:
+            return self.method(cls, attribute)
+        # self.attr(...): an instance stored on self, called.
+        if (
+            isinstance(receiver, cst.Name)
+            and function.cls is not None
+            and function.params
+            and receiver.value == function.params[0]
+        ):
+            attribute_cls = self.attribute_class(function.cls, attribute)
+            if attribute_cls is not None:
+                return self.call_target_of_instance(attribute_cls)
+            return None
+        resolved = self._resolve_global(func, module, function)
+        if resolved is not None:
+            return resolved
+        if self.project.qualified_name(receiver, module, function) is not None:
+            return None  # a module or known global: not a method call on an instance
+        return self.unique_method(attribute)
+
+    def _resolve_global(self, func: cst.BaseExpression, module: ModuleInfo, function: FunctionInfo) -> Optional[FunctionInfo]:
+        name = self.project.qualified_name(func, module, function)
+        if name is None:
+            return None
+        definition = self.project.lookup(name)
+        if isinstance(definition, FunctionInfo):
+            return definition
+        return None
+
+
+def _unquote(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(annotation, cst.SimpleString):
+        try:
+            return cst.parse_expression(annotation.evaluated_value)
+        except Exception:
+            return annotation
+    return annotation

@@ -1,0 +1,377 @@
+"""The engine: parse -> capture regions -> call resolution -> rules -> findings.
+
+It knows no rule by name: it finds captured code, hands each unit of it to the enabled
+rules through their visit methods and hooks, and collects what they report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+
+import libcst as cst
+
+from ..api_tables import tables
+from ..config import Settings
+from .calls import CallResolver
+from .findings import Finding, Location, Related
+from .project import FunctionInfo, ModuleInfo, Project
+from .regions import Region, find_regions
+from .tensors import TensorFacts
+
+if TYPE_CHECKING:
+    from ..rules.base import Rule
+
+# Raw tokens that mark a file as holding captured code or lifecycle calls.
+CAPTURE_TOKENS = (
+    b"begin_trace_capture",
+    b"open_device",
+    b"open_mesh_device",
+    b"trace-lint",
+    b"trace_lint",
+)
+
+
+@dataclass(eq=False)
+class Root:
+    """Where captured code starts: a region, a declared function, a helper's callable."""
+
+    description: str
+    related: Related
+
+
+@dataclass
+class Reach:
+    """How a captured function is reached: for each root, the shortest call chain."""
+
+    chains: dict[int, list[Related]] = field(default_factory=dict)
+
+
+class RuleContext:
+    """What a rule may ask about the unit of captured code it is looking at."""
+
+    def __init__(self, engine: "Engine", module: ModuleInfo, function: Optional[FunctionInfo], region: Optional[Region]):
+        self.engine = engine
+        self.project = engine.project
+        self.module = module
+        self.function = function
+        self.region = region
+        self.lexical = region is not None
+        self.in_first_use_cache = False
+        self.ancestors: list[cst.CSTNode] = []
+        self.tensors = engine.tensor_facts(module, function)
+        self.tables = tables()
+
+    def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.project.qualified_name(expr, self.module, self.function)
+
+    def is_device_value(self, expr: cst.BaseExpression) -> bool:
+        return self.tensors.is_device_value(expr)
+
+
+def is_first_use_cache(node: cst.If, module: ModuleInfo) -> bool:
+    """`if X is None` / `if not X` / `if K not in C` whose body assigns X or C[K]."""
+    test = node.test
+    wanted: Optional[str] = None
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.IsNot) is False
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        wanted = module.normalized(test.left)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        wanted = module.normalized(test.expression)
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn):
+        wanted = f"{module.normalized(test.comparisons[0].comparator)}[{module.normalized(test.left)}]"
+    if wanted is None:
+        return False
+    for statement in _small_statements(node.body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(statement, cst.Assign):
+            targets = [t.target for t in statement.targets]
+        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+            targets = [statement.target]
+        for target in targets:
+            if module.normalized(target) == wanted:
+                return True
+    return False
+
+
+def _small_statements(body: cst.BaseSuite):
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BaseSmallStatement):
+            yield node
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
+            stack.extend(node.children)
+
+
+class _UnitWalker(cst.CSTVisitor):
+    """Walks one unit of captured code and dispatches its nodes to the rules."""
+
+    def __init__(self, context: RuleContext, rules: Sequence[tuple[Rule, dict]], root: cst.CSTNode, on_call=None):
+        super().__init__()
+        self.context = context
+        self.rules = rules
+        self.root = root
+        self.region = context.region
+        self.module = context.module
+        self.on_call = on_call
+        # The first-use-cache flag in force before each open node, restored on leaving it.
+        self._saved_flags: list[bool] = []
+        self._flag_before_cache_if: dict[int, bool] = {}
+
+    def _enter_flag(self, node: cst.CSTNode) -> None:
+        context = self.context
+        self._saved_flags.append(context.in_first_use_cache)
+        parent = context.ancestors[-1] if context.ancestors else None
+        if isinstance(parent, cst.If) and id(parent) in self._flag_before_cache_if and node is parent.orelse:
+            # The else/elif of a cache block runs at capture.
+            context.in_first_use_cache = self._flag_before_cache_if[id(parent)]
+        elif isinstance(node, cst.If) and is_first_use_cache(node, self.module):
+            self._flag_before_cache_if[id(node)] = context.in_first_use_cache
+            context.in_first_use_cache = True
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._enter_flag(node)
+        self.context.ancestors.append(node)
+        if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        region = self.region
+        inside = True
+        if region is not None:
+            start, end = self.module.start(node), self.module.end(node)
+            if end <= region.start or start >= region.stop:
+                return False  # wholly outside the region
+            inside = region.contains(node)
+        if inside:
+            self.context.ancestors.pop()  # rules see ancestors, not the node itself
+            for rule, visitors in self.rules:
+                method = visitors.get(type(node))
+                if method is not None:
+                    rule.context = self.context
+                    method(rule, node)
+            self.context.ancestors.append(node)
+            if self.on_call is not None and isinstance(node, cst.Call) and not self.context.in_first_use_cache:
+                self.on_call(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.context.ancestors.pop()
+        self.context.in_first_use_cache = self._saved_flags.pop()
+
+
+class Engine:
+    def __init__(self, project: Project, settings: Settings, rules: Sequence[type[Rule]]):
+        self.project = project
+        self.settings = settings
+        self.rule_classes = list(rules)
+        self.resolver = CallResolver(project)
+        self.tables = tables()
+        self.findings: dict[tuple[str, int, str], Finding] = {}
+        self.regions: list[Region] = []
+        self.reach: dict[FunctionInfo, Reach] = {}
+        self.roots: list[Root] = []
+        self.internal_errors: list[str] = []
+        self._tensor_facts: dict[tuple[int, int], TensorFacts] = {}
+        self._chain_of_current: list[list[Related]] = []
+        self.rules = [cls(self._report, self) for cls in self.rule_classes]
+        self._visitors = [(rule, rule.visitors()) for rule in self.rules]
+        # Modules parsed whatever the prefilter says (files named on the command line).
+        self.always_parse: set[int] = set()
+
+    # -- facts shared by rules ---------------------------------------------------------------
+    def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
+        key = (id(module), id(function))
+        if key not in self._tensor_facts:
+            self._tensor_facts[key] = TensorFacts(self.project, function, module)
+        return self._tensor_facts[key]
+
+    def regions_in(self, function: FunctionInfo) -> list[Region]:
+        return [r for r in self.regions if r.function is function]
+
+    # -- reporting -------------------------------------------------------------------------
+    def _report(self, rule: Rule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext]) -> None:
+        assert module is not None
+        try:
+            code_range = module.range(node)
+        except KeyError:
+            return
+        location = Location(code_range.start.line, code_range.start.column + 1)
+        end = Location(code_range.end.line, code_range.end.column + 1)
+        key = (module.display_path, location.row, rule.code)
+        chains = list(self._chain_of_current[-1]) if self._chain_of_current and context is not None and not context.lexical else []
+        existing = self.findings.get(key)
+        if existing is not None:
+            for chain in chains:
+                if chain not in existing.chains:
+                    existing.chains.append(chain)
+            return
+        self.findings[key] = Finding(
+            code=rule.code,
+            message=message,
+            filename=module.display_path,
+            location=location,
+            end_location=end,
+            severity=rule.severity,
+            chains=[list(c) for c in chains],
+        )
+
+    def report_position(self, rule: Rule, module: ModuleInfo, line: int, column: int, message: str) -> None:
+        location = Location(line, column)
+        self.findings.setdefault(
+            (module.display_path, line, rule.code),
+            Finding(code=rule.code, message=message, filename=module.display_path, location=location, end_location=location, severity=rule.severity),
+        )
+
+    # -- the run ---------------------------------------------------------------------------
+    def candidate_modules(self) -> list[ModuleInfo]:
+        """Modules that can hold captured code or lifecycle calls; the rest parse only on demand."""
+        tokens = list(CAPTURE_TOKENS)
+        for name in (*self.settings.captured_functions, *self.settings.captured_decorators, *self.settings.capture_helpers):
+            tokens.append(name.rsplit(".", 1)[-1].encode())
+        return [m for m in self.project.modules if id(m) in self.always_parse or any(t in self.project.raw_bytes(m) for t in tokens)]
+
+    def run(self) -> list[Finding]:
+        candidates = self.candidate_modules()
+        for module in candidates:
+            module.load()
+            if not module.ok:
+                continue
+            for function in module.iter_functions():
+                self.regions.extend(find_regions(self.project, function))
+        self._collect_roots(candidates)
+        for region in self.regions:
+            self._guarded(region.module, lambda region=region: self._visit_region(region))
+        self._propagate()
+        for function, reach in list(self.reach.items()):
+            self._chain_of_current.append(list(reach.chains.values()))
+            self._guarded(function.module, lambda function=function: self._visit_function(function))
+            self._chain_of_current.pop()
+        for region in self.regions:
+            for rule in self.rules:
+                rule.context = None  # type: ignore[assignment]
+                self._guarded(region.module, lambda rule=rule, region=region: rule.check_region(region))
+        for rule in self.rules:
+            self._guarded(None, lambda rule=rule: rule.check_project())
+        return list(self.findings.values())
+
+    def _guarded(self, module: Optional[ModuleInfo], action) -> None:
+        try:
+            action()
+        except RecursionError:
+            where = module.display_path if module else "project"
+            self.internal_errors.append(f"{where}: code nested too deeply to analyse; skipped")
+
+    # -- roots and reachability ---------------------------------------------------------------
+    def _collect_roots(self, candidates: Iterable[ModuleInfo]) -> None:
+        self._pending: deque[tuple[FunctionInfo, int, list[Related]]] = deque()
+        for region in self.regions:
+            module = region.module
+            begin = module.range(region.begin).start
+            root = Root(
+                f"capture in `{region.function.qualname}`",
+                Related(module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`"),
+            )
+            self.roots.append(root)
+            region.root_id = len(self.roots) - 1  # type: ignore[attr-defined]
+        declared_names = set(self.settings.captured_functions)
+        declared_decorators = set(self.settings.captured_decorators) | {"trace_lint.captured"}
+        for module in candidates:
+            if not module.ok:
+                continue
+            for function in module.iter_functions():
+                reason = None
+                if function.declared_captured:
+                    reason = "declared captured by `# trace-lint: captured`"
+                elif function.full_name in declared_names or function.qualname in declared_names:
+                    reason = "declared captured in `captured-functions`"
+                else:
+                    for decorator in function.node.decorators:
+                        name = self.project.qualified_name(_decorator_callee(decorator.decorator), module, function.parent)
+                        if name in declared_decorators:
+                            reason = f"declared captured by `@{name}`"
+                            break
+                if reason is None and function.cls is not None and function.name in ("forward", "__call__"):
+                    for decorator in function.cls.node.decorators:
+                        name = self.project.qualified_name(_decorator_callee(decorator.decorator), module, None)
+                        if name in declared_decorators and name != "trace_lint.captured":
+                            reason = f"its class is declared captured by `@{name}`"
+                            break
+                if reason is None:
+                    continue
+                start = module.range(function.node.name).start
+                root = Root(reason, Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
+                self.roots.append(root)
+                self._pending.append((function, len(self.roots) - 1, [root.related]))
+
+    def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related]) -> None:
+        reach = self.reach.setdefault(function, Reach())
+        if root_id not in reach.chains:
+            reach.chains[root_id] = chain
+            self._pending.append((function, root_id, chain))
+
+    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related]) -> None:
+        target = self.resolver.resolve(call, caller)
+        if target is None:
+            return
+        start = caller.module.range(call).start
+        step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.qualname}`")
+        self._add_reach(target, root_id, [*chain, step])
+
+    def _visit_region(self, region: Region) -> None:
+        context = RuleContext(self, region.module, region.function, region)
+        root_id = region.root_id  # type: ignore[attr-defined]
+        chain = [self.roots[root_id].related]
+        walker = _UnitWalker(
+            context,
+            [(r, v) for r, v in self._visitors if r.sees_lexical],
+            region.function.node,
+            on_call=lambda call: self._edge(region.function, call, root_id, chain),
+        )
+        region.function.node.body.visit(walker)
+
+    def _propagate(self) -> None:
+        """Breadth-first over calls from captured functions; each function is walked once here."""
+        edges_done: set[tuple[int, int]] = set()
+        while self._pending:
+            function, root_id, chain = self._pending.popleft()
+            if function not in self.reach:
+                self.reach[function] = Reach()
+            self.reach[function].chains.setdefault(root_id, chain)
+            key = (id(function), root_id)
+            if key in edges_done:
+                continue
+            edges_done.add(key)
+            for call in self._calls_in(function):
+                self._edge(function, call, root_id, self.reach[function].chains[root_id])
+
+    def _calls_in(self, function: FunctionInfo) -> list[cst.Call]:
+        cached = getattr(function, "_captured_calls", None)
+        if cached is None:
+            calls: list[cst.Call] = []
+            context = RuleContext(self, function.module, function, None)
+            walker = _UnitWalker(context, [], function.node, on_call=calls.append)
+            try:
+                function.node.body.visit(walker)
+            except RecursionError:
+                self.internal_errors.append(f"{function.module.display_path}: code nested too deeply to analyse; skipped")
+            cached = calls
+            function._captured_calls = calls  # type: ignore[attr-defined]
+        return cached
+
+    def _visit_function(self, function: FunctionInfo) -> None:
+        context = RuleContext(self, function.module, function, None)
+        walker = _UnitWalker(context, [(r, v) for r, v in self._visitors if r.sees_work], function.node)
+        function.node.body.visit(walker)
+
+
+def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.func if isinstance(expr, cst.Call) else expr

@@ -1,0 +1,526 @@
+"""The project index: every checked file as a module, parsed lazily, with its imports,
+functions and classes, and name resolution through imports and aliases.
+
+Nothing here knows about captures or rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from .source import SourceText, decode, read_bytes, ReadError
+
+CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    qualname: str  # within the module: "Outer.Inner"
+    node: cst.ClassDef
+    module: "ModuleInfo"
+    methods: dict[str, "FunctionInfo"] = field(default_factory=dict)
+    # self.attr = SomeClass(...) / self.attr = self.make() -> the expression naming the class
+    attribute_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.module.name}.{self.qualname}"
+
+
+@dataclass
+class FunctionInfo:
+    name: str
+    qualname: str  # within the module: "Class.method", "outer.<locals>.inner"
+    node: cst.FunctionDef
+    module: "ModuleInfo"
+    cls: Optional[ClassInfo] = None
+    parent: Optional["FunctionInfo"] = None
+    params: list[str] = field(default_factory=list)
+    imports: dict[str, str] = field(default_factory=dict)
+    # Declared with `# trace-lint: captured` on its def line.
+    declared_captured: bool = False
+    nested: dict[str, "FunctionInfo"] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.module.name}.{self.qualname}"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+Definition = Union[FunctionInfo, ClassInfo]
+
+
+class ModuleInfo:
+    """One source file. Parsed on first use of `tree`."""
+
+    def __init__(self, path: Path, name: str, display_path: str, text: Optional[str] = None):
+        self.path = path
+        self.name = name
+        self.display_path = display_path
+        self.is_package = path.name in ("__init__.py", "__init__.pyi")
+        self._text = text
+        self._loaded = False
+        self.source: Optional[SourceText] = None
+        self.read_error: Optional[str] = None
+        self.tree: Optional[cst.Module] = None
+        self.parse_error: Optional[tuple[str, int, int]] = None
+        self.positions: dict = {}
+        self.imports: dict[str, str] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.top_level: dict[str, Definition] = {}
+        self.function_by_node: dict[int, FunctionInfo] = {}
+        # Module-level names bound to mutable values (containers) and all module-level names.
+        self.globals: set[str] = set()
+
+    # -- loading -------------------------------------------------------------------------
+    def load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self._text is not None:
+            self.source = SourceText(self._text)
+        else:
+            try:
+                self.source = decode(read_bytes(self.path))
+            except ReadError as error:
+                self.read_error = str(error)
+                self.source = SourceText("")
+                return
+        if self.source.error:
+            self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
+            return
+        try:
+            tree = cst.parse_module(self.source.text)
+        except cst.ParserSyntaxError as error:
+            self.parse_error = _syntax_error_position(self.source.text, error)
+            return
+        except (RecursionError, MemoryError, ValueError) as error:
+            self.parse_error = (f"cannot parse: {type(error).__name__}", 1, 1)
+            return
+        try:
+            wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+            self.positions = wrapper.resolve(PositionProvider)
+            _Collector(self).collect(tree)
+        except RecursionError:
+            self.parse_error = ("cannot analyse: nesting too deep", 1, 1)
+            return
+        self.tree = tree
+
+    @property
+    def text(self) -> str:
+        self.load()
+        return self.source.text if self.source else ""
+
+    @property
+    def ok(self) -> bool:
+        self.load()
+        return self.tree is not None
+
+    # -- positions -----------------------------------------------------------------------
+    def range(self, node: cst.CSTNode) -> CodeRange:
+        return self.positions[node]
+
+    def start(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.positions[node]
+        return (r.start.line, r.start.column)
+
+    def end(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.positions[node]
+        return (r.end.line, r.end.column)
+
+    def code(self, node: cst.CSTNode) -> str:
+        assert self.tree is not None
+        return self.tree.code_for_node(node)
+
+    def normalized(self, node: cst.CSTNode) -> str:
+        """Source of an expression with whitespace removed, for comparing expressions."""
+        return re.sub(r"\s+", "", self.code(node))
+
+    # -- functions -----------------------------------------------------------------------
+    def iter_functions(self) -> Iterator[FunctionInfo]:
+        self.load()
+        return iter(self.functions.values())
+
+    def function_for(self, node: cst.FunctionDef) -> Optional[FunctionInfo]:
+        return self.function_by_node.get(id(node))
+
+    def iter_calls(self) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
+        """Every call in the module with the function it is written in (None: module level)."""
+        self.load()
+        if self.tree is None:
+            return iter(())
+        found: list[tuple[cst.Call, Optional[FunctionInfo]]] = []
+        module = self
+
+        class _Calls(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.stack: list[Optional[FunctionInfo]] = [None]
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.stack.append(module.function_for(node))
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                self.stack.pop()
+
+            def visit_Call(self, node: cst.Call) -> None:
+                found.append((node, self.stack[-1]))
+
+        self.tree.visit(_Calls())
+        return iter(found)
+
+    def __repr__(self) -> str:
+        return f"ModuleInfo({self.name!r}, {self.display_path!r})"
+
+
+def _syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[str, int, int]:
+    """libcst places tokenizer errors at 1:1; CPython's parser (no code is run) knows better."""
+    import ast
+
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        return (f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", error.message)
+    return (f"syntax error: {message}", error.editor_line, error.editor_column)
+
+
+def _import_alias_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_import_alias_name(node.value)}.{node.attr.value}"
+    raise ValueError(node)
+
+
+class _Collector(cst.CSTVisitor):
+    """One pass over a module: imports, functions, classes, module-level names."""
+
+    def __init__(self, module: ModuleInfo):
+        super().__init__()
+        self.module = module
+        self.function_stack: list[FunctionInfo] = []
+        # Innermost last: the class or function whose body we are in.
+        self.enclosing: list[Definition] = []
+        # qualname prefixes
+        self.scope: list[str] = []
+        self.lines: Optional[list[str]] = None
+
+    def collect(self, tree: cst.Module) -> None:
+        tree.visit(self)
+
+    def _package(self) -> str:
+        name = self.module.name
+        return name if self.module.is_package else name.rpartition(".")[0]
+
+    def _bind_imports(self, mapping: dict[str, str]) -> None:
+        target = self.function_stack[-1].imports if self.function_stack else self.module.imports
+        target.update(mapping)
+        if not self.enclosing:
+            self.module.globals.update(mapping)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        mapping = {}
+        for alias in node.names:
+            full = _import_alias_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                mapping[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                mapping[head] = head
+        self._bind_imports(mapping)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        dots = len(node.relative)
+        base = _import_alias_name(node.module) if node.module is not None else ""
+        if dots:
+            package = self._package().split(".") if self._package() else []
+            if dots - 1 > len(package):
+                return
+            anchor = package[: len(package) - (dots - 1)]
+            base = ".".join([*anchor, base] if base else anchor)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        mapping = {}
+        for alias in node.names:
+            name = _import_alias_name(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            mapping[local] = f"{base}.{name}" if base else name
+        self._bind_imports(mapping)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        qualname = ".".join([*self.scope, node.name.value])
+        info = ClassInfo(node.name.value, qualname, node, self.module)
+        self.module.classes[qualname] = info
+        if not self.scope:
+            self.module.top_level[node.name.value] = info
+            self.module.globals.add(node.name.value)
+        self.enclosing.append(info)
+        self.scope.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.enclosing.pop()
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        qualname = ".".join([*self.scope, node.name.value])
+        parent = self.function_stack[-1] if self.function_stack else None
+        cls = self.enclosing[-1] if self.enclosing and isinstance(self.enclosing[-1], ClassInfo) else None
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+        for star in (node.params.star_arg, node.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                params.append(star.name.value)
+        info = FunctionInfo(node.name.value, qualname, node, self.module, cls=cls, parent=parent, params=params)
+        info.declared_captured = self._has_captured_comment(node)
+        self.module.functions[qualname] = info
+        self.module.function_by_node[id(node)] = info
+        if cls is not None:
+            cls.methods[node.name.value] = info
+        elif parent is not None:
+            parent.nested[node.name.value] = info
+        elif not self.scope:
+            self.module.top_level[node.name.value] = info
+            self.module.globals.add(node.name.value)
+        self.function_stack.append(info)
+        self.enclosing.append(info)
+        self.scope.extend([node.name.value, "<locals>"])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        info = self.function_stack.pop()
+        self.enclosing.pop()
+        self.scope.pop()
+        self.scope.pop()
+        if info.cls is not None:
+            self._record_attribute_types(info)
+
+    def _has_captured_comment(self, node: cst.FunctionDef) -> bool:
+        """`# trace-lint: captured` on the def line (or the lines of its signature)."""
+        text = self.module.text
+        if "trace-lint" not in text:
+            return False
+        if self.lines is None:
+            self.lines = text.splitlines()
+        first = self.module.positions[node.name].start.line
+        last = self.module.positions[node.body].start.line
+        return any(CAPTURED_COMMENT.search(self.lines[n - 1]) for n in range(first, min(last, len(self.lines)) + 1))
+
+    def _record_attribute_types(self, method: FunctionInfo) -> None:
+        """`self.attr = SomeClass(...)` or `self.attr = self.make()` inside a method."""
+        if not method.params:
+            return
+        receiver = method.params[0]
+        cls = method.cls
+        assert cls is not None
+        for statement in _walk_statements(method.node.body):
+            if not isinstance(statement, cst.Assign) or not isinstance(statement.value, cst.Call):
+                continue
+            for target in statement.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+                    # __init__ wins over other methods.
+                    if t.attr.value not in cls.attribute_types or method.name == "__init__":
+                        cls.attribute_types[t.attr.value] = statement.value.func
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self.enclosing:
+            for target in node.targets:
+                for name in _target_names(target.target):
+                    self.module.globals.add(name)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if not self.enclosing:
+            self.module.globals.update(_target_names(node.target))
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    return []
+
+
+def _walk_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
+    """Small statements of a body, descending into compound statements but not nested defs."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            yield from node.body
+            continue
+        if isinstance(node, cst.SimpleStatementSuite):
+            yield from node.body
+            continue
+        for child in reversed(node.children):
+            if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)) or isinstance(child, cst.IndentedBlock):
+                stack.append(child)
+
+
+walk_statements = _walk_statements
+
+
+BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# Module names a parameter or local variable may stand for (tt-check passes `ttnn` in).
+MODULE_STAND_INS = frozenset({"ttnn", "torch"})
+
+
+def local_names(function: FunctionInfo) -> frozenset[str]:
+    """Names bound inside the function body (parameters included), not counting imports."""
+    cached = getattr(function, "_local_names", None)
+    if cached is not None:
+        return cached
+    names: set[str] = set(function.params)
+    names.update(function.nested)
+
+    class _Binder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function.node
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            names.add(node.name.value)
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            names.update(_target_names(node.name))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            names.update(_target_names(node.target))
+
+    function.node.visit(_Binder())
+    names.difference_update(function.imports)
+    result = frozenset(names)
+    function._local_names = result  # type: ignore[attr-defined]
+    return result
+
+
+class Project:
+    """All modules of the checked tree, indexed by dotted name."""
+
+    def __init__(self, modules: list[ModuleInfo]):
+        self.modules = modules
+        self.by_name: dict[str, list[ModuleInfo]] = {}
+        for module in modules:
+            self.by_name.setdefault(module.name, []).append(module)
+        self._raw: dict[int, bytes] = {}
+
+    def module(self, name: str) -> Optional[ModuleInfo]:
+        candidates = self.by_name.get(name)
+        if candidates and len(candidates) == 1:
+            return candidates[0]
+        return None  # absent, or ambiguous: two files claim the name
+
+    def raw_bytes(self, module: ModuleInfo) -> bytes:
+        data = self._raw.get(id(module))
+        if data is None:
+            if module._text is not None:
+                data = module._text.encode("utf-8", "surrogatepass")
+            else:
+                try:
+                    data = module.path.read_bytes()
+                except OSError:
+                    data = b""
+            self._raw[id(module)] = data
+        return data
+
+    def modules_mentioning(self, *tokens: bytes) -> list[ModuleInfo]:
+        """Modules whose raw text contains any of the tokens (a cheap textual prefilter)."""
+        return [m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)]
+
+    # -- names -----------------------------------------------------------------------------
+    def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:
+        """The dotted name an expression refers to through imports, or None if unknown.
+
+        `tt.to_torch` -> "ttnn.to_torch" after `import ttnn as tt`; a project function -> its
+        module-qualified name; a builtin -> its bare name; a local variable -> None.
+        """
+        if isinstance(expr, cst.Attribute):
+            base = self.qualified_name(expr.value, module, function)
+            return f"{base}.{expr.attr.value}" if base else None
+        if not isinstance(expr, cst.Name):
+            return None
+        name = expr.value
+        scope = function
+        while scope is not None:
+            if name in scope.imports:
+                return scope.imports[name]
+            if name in local_names(scope):
+                return name if name in MODULE_STAND_INS else None
+            scope = scope.parent
+        if name in module.imports:
+            return module.imports[name]
+        if name in module.top_level:
+            return f"{module.name}.{name}"
+        if name in module.globals:
+            return name if name in MODULE_STAND_INS else None
+        if name in MODULE_STAND_INS or name in BUILTIN_NAMES:
+            return name
+        return None
+
+    def lookup(self, qualified: str, _depth: int = 0) -> Optional[Definition]:
+        """The project function or class a dotted name designates, following re-exports."""
+        if _depth > 20:
+            return None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = self.module(".".join(parts[:cut]))
+            if module is None:
+                continue
+            module.load()
+            rest = parts[cut:]
+            head = rest[0]
+            definition: Optional[Definition] = module.top_level.get(head)
+            if definition is None and head in module.imports:
+                target = module.imports[head]
+                if target != qualified:
+                    found = self.lookup(".".join([target, *rest[1:]]), _depth + 1)
+                    if found is not None:
+                        return found
+                continue
+            for attr in rest[1:]:
+                if isinstance(definition, ClassInfo):
+                    definition = definition.methods.get(attr) or definition.module.classes.get(f"{definition.qualname}.{attr}")
+                else:
+                    definition = None
+                if definition is None:
+                    break
+            if definition is not None:
+                return definition
+        return None

@@ -1,0 +1,163 @@
+"""Capture regions: where in a function device work is being recorded.
+
+A region is the span of a function body between a capture's begin and its matching end.
+Positions decide membership: a node is inside when it starts after the begin call and
+ends before the end call, which handles try/finally, with and branches uniformly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..api_tables import tables
+from .project import FunctionInfo, ModuleInfo, Project
+
+Position = tuple[int, int]
+
+
+@dataclass(eq=False)
+class Region:
+    kind: str  # "ttnn"
+    function: FunctionInfo
+    begin: cst.Call  # anchor of TRC401/TRC404/TRC406
+    begin_statement: cst.CSTNode
+    end: Optional[cst.Call]
+    trace_id: Optional[str]  # normalized expression the begin's result was bound to
+    start: Position  # just after the begin call
+    stop: Position  # the start of the end call, or the end of the function
+    # The device expression passed to begin, normalized.
+    device: Optional[str] = None
+    release_calls: list[cst.Call] = field(default_factory=list)
+    execute_calls: list[cst.Call] = field(default_factory=list)
+
+    @property
+    def module(self) -> ModuleInfo:
+        return self.function.module
+
+    def contains(self, node: cst.CSTNode) -> bool:
+        module = self.module
+        return self.start <= module.start(node) and module.end(node) <= self.stop
+
+    def after(self, node: cst.CSTNode) -> bool:
+        return self.module.start(node) >= self.stop
+
+
+def iter_body_nodes(function: FunctionInfo) -> Iterator[cst.CSTNode]:
+    """Every node of a function's body in source order, not entering nested defs, classes or lambdas."""
+    stack: list[cst.CSTNode] = [function.node.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(reversed(node.children))
+
+
+def _call_args(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    return positional, keywords
+
+
+def _assigned_target(statement: cst.CSTNode, call: cst.Call) -> Optional[cst.BaseExpression]:
+    if isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1:
+        return statement.targets[0].target
+    if isinstance(statement, cst.AnnAssign) and statement.value is call:
+        return statement.target
+    return None
+
+
+def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
+    """The ttnn capture regions of one function (CUDA-graph regions are added by kind)."""
+    module = function.module
+    api = tables().ttnn
+    begins: list[tuple[cst.Call, cst.CSTNode]] = []
+    ends: list[cst.Call] = []
+    releases: list[cst.Call] = []
+    executes: list[cst.Call] = []
+    statement: Optional[cst.CSTNode] = None
+    for node in iter_body_nodes(function):
+        if isinstance(node, cst.BaseSmallStatement):
+            statement = node
+        if not isinstance(node, cst.Call):
+            continue
+        name = project.qualified_name(node.func, module, function)
+        if name is None:
+            continue
+        if name in api.capture_begin:
+            begins.append((node, statement if statement is not None else node))
+        elif name in api.capture_end:
+            ends.append(node)
+        elif name in api.release:
+            releases.append(node)
+        elif name in api.execute:
+            executes.append(node)
+    regions = []
+    body_end = module.end(function.node)
+    for begin, begin_statement in begins:
+        target = _assigned_target(begin_statement, begin)
+        trace_id = module.normalized(target) if target is not None else None
+        begin_end = module.end(begin)
+        later = [e for e in ends if module.start(e) >= begin_end]
+        matched = None
+        if trace_id is not None:
+            for end in later:
+                positional, keywords = _call_args(end)
+                argument = keywords.get("trace_id", keywords.get("tid", positional[1] if len(positional) > 1 else None))
+                if argument is not None and module.normalized(argument) == trace_id:
+                    matched = end
+                    break
+        if matched is None and later:
+            matched = later[0]
+        positional, keywords = _call_args(begin)
+        device_arg = keywords.get("device", positional[0] if positional else None)
+        regions.append(
+            Region(
+                kind="ttnn",
+                function=function,
+                begin=begin,
+                begin_statement=begin_statement,
+                end=matched,
+                trace_id=trace_id,
+                start=begin_end,
+                stop=module.start(matched) if matched is not None else body_end,
+                device=module.normalized(device_arg) if device_arg is not None else None,
+                release_calls=releases,
+                execute_calls=executes,
+            )
+        )
+    return regions
+
+
+def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
+    return _call_args(call)
+
+
+def path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode]:
+    """The ancestors of `target` under `root`, outermost first (empty if not found)."""
+
+    class _Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[cst.CSTNode] = []
+            self.found: list[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self.found:
+                return False
+            if node is target:
+                self.found = list(self.stack)
+                return False
+            self.stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if self.stack and self.stack[-1] is original_node:
+                self.stack.pop()
+
+    finder = _Finder()
+    root.visit(finder)
+    return finder.found

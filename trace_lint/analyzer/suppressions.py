@@ -1,0 +1,199 @@
+"""Suppression comments: `# noqa`, `# trace-lint: ignore[...]`, `disable[...]`/`enable[...]`,
+and a file-level `# trace-lint: noqa`. Applied to findings after the rules ran."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .findings import Finding, Location
+from .project import ModuleInfo
+
+NOQA = re.compile(r"#\s*noqa\b(?P<colon>\s*:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
+DIRECTIVE = re.compile(r"#\s*trace-lint\s*:\s*(?P<verb>ignore|disable|enable|noqa)\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+CODE = re.compile(r"^[A-Z]+[0-9]*$")
+
+
+@dataclass
+class Suppression:
+    line: int
+    column: int
+    kind: str  # "noqa" | "ignore" | "disable" | "enable" | "file"
+    codes: Optional[list[str]]  # None: every code
+    end_line: Optional[int] = None  # for disable ranges
+    used: set[str] = field(default_factory=set)
+
+    def matches(self, code: str) -> Optional[str]:
+        if self.codes is None:
+            return "*"
+        for selector in self.codes:
+            if code.startswith(selector):
+                return selector
+        return None
+
+
+def _code_list(text: str) -> list[str]:
+    """`TRC101, TRC203  # why` -> [TRC101, TRC203]: the list ends at the first non-code."""
+    codes = []
+    for token in re.split(r"[,\s]+", text.strip()):
+        if not token:
+            continue
+        if not CODE.match(token):
+            break
+        codes.append(token)
+    return codes
+
+
+def _comments(text: str) -> list[tuple[int, int, str, bool]]:
+    """(line, column, comment, alone on its line) for every comment token."""
+    out = []
+    lines = text.splitlines()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                line, column = token.start
+                alone = line - 1 >= len(lines) or lines[line - 1][:column].strip() == ""
+                out.append((line, column + 1, token.string, alone))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return out
+
+
+def parse_suppressions(module: ModuleInfo) -> list[Suppression]:
+    text = module.text
+    if "noqa" not in text.lower() and "trace-lint" not in text:
+        return []
+    first_code_line = _first_code_line(module)
+    lines = text.splitlines()
+    result: list[Suppression] = []
+    open_disables: list[Suppression] = []
+    for line, column, comment, alone in _comments(text):
+        for match in DIRECTIVE.finditer(comment):
+            verb = match.group("verb").lower()
+            codes = _code_list(match.group("codes")) if match.group("codes") is not None else None
+            if verb == "noqa":
+                if alone and (first_code_line is None or line < first_code_line):
+                    result.append(Suppression(line, column, "file", None))
+                continue
+            if verb == "ignore":
+                result.append(Suppression(line, column, "ignore", codes))
+            elif verb == "disable":
+                suppression = Suppression(line, column, "disable", codes, end_line=len(lines) + 1)
+                result.append(suppression)
+                open_disables.append(suppression)
+            elif verb == "enable":
+                for disable in reversed(open_disables):
+                    if codes is None or disable.codes is None or set(codes) & set(disable.codes):
+                        disable.end_line = line
+                        open_disables.remove(disable)
+                        break
+        for match in NOQA.finditer(comment):
+            if comment[: match.start()].rstrip().endswith(":") and "trace-lint" in comment[: match.start()]:
+                continue  # `# trace-lint: noqa`, handled above
+            codes = _code_list(match.group("codes")) if match.group("colon") else None
+            result.append(Suppression(line, column, "noqa", codes))
+    return result
+
+
+def _first_code_line(module: ModuleInfo) -> Optional[int]:
+    """The first line of code that is not a docstring or an import."""
+    module.load()
+    tree = module.tree
+    if tree is None:
+        return None
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            small = statement.body
+            if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small):
+                continue
+            if index == 0 and len(small) == 1 and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+        return module.start(statement)[0]
+    return None
+
+
+def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
+    """For lines inside multi-line statements: the statement's first line (noqa_row)."""
+    cached = getattr(module, "_statement_lines", None)
+    if cached is not None:
+        return cached
+    mapping: dict[int, int] = {}
+    if module.tree is not None:
+        for node, code_range in module.positions.items():
+            if isinstance(node, cst.SimpleStatementLine):
+                start, end = code_range.start.line, code_range.end.line
+            elif isinstance(node, (cst.If, cst.While, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)):
+                start, end = code_range.start.line, module.positions[node.body].start.line
+            else:
+                continue
+            if end > start:
+                for line in range(start + 1, end + 1):
+                    mapping.setdefault(line, start)
+    module._statement_lines = mapping  # type: ignore[attr-defined]
+    return mapping
+
+
+def apply_suppressions(
+    module: ModuleInfo,
+    findings: list[Finding],
+    known_codes: Iterable[str],
+    enabled_codes: set[str],
+    unused_code: str,
+    unused_message,
+) -> list[Finding]:
+    """The findings that survive, plus unused-suppression findings for this file."""
+    suppressions = parse_suppressions(module)
+    first_lines = statement_first_lines(module)
+    for finding in findings:
+        if finding.noqa_row is None:
+            finding.noqa_row = first_lines.get(finding.location.row, finding.location.row)
+    if not suppressions:
+        return findings
+    kept = []
+    for finding in findings:
+        lines = {finding.location.row, finding.noqa_row}
+        suppressed = False
+        for suppression in suppressions:
+            if suppression.kind == "file":
+                hit = "*"
+            elif suppression.kind in ("noqa", "ignore"):
+                hit = suppression.matches(finding.code) if suppression.line in lines else None
+            elif suppression.kind == "disable":
+                hit = suppression.matches(finding.code) if suppression.line <= finding.location.row < (suppression.end_line or 0) else None
+            else:
+                hit = None
+            if hit is not None:
+                suppression.used.add(hit)
+                suppressed = True
+        if not suppressed:
+            kept.append(finding)
+    if unused_code not in enabled_codes:
+        return kept
+    known = set(known_codes)
+    for suppression in suppressions:
+        if suppression.kind in ("file", "enable") or suppression.codes is None:
+            continue
+        unknown = [c for c in suppression.codes if c.startswith("TRC") and not any(k.startswith(c) for k in known)]
+        unused = [
+            c for c in suppression.codes
+            if c.startswith("TRC") and c not in unknown and c not in suppression.used
+            and any(k.startswith(c) and k in enabled_codes for k in known) and not unused_code.startswith(c)
+        ]
+        if unknown or unused:
+            location = Location(suppression.line, suppression.column)
+            kept.append(
+                Finding(
+                    code=unused_code,
+                    message=unused_message(unknown, unused),
+                    filename=module.display_path,
+                    location=location,
+                    end_location=location,
+                    noqa_row=suppression.line,
+                )
+            )
+    return kept

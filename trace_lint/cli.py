@@ -1,0 +1,148 @@
+"""The `trace-lint` command line (typer)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+from .config import ConfigError, load_settings, split_codes, with_cli_overrides
+
+app = typer.Typer(
+    name="trace-lint",
+    help="Find code that is unsafe inside TT-NN trace captures and CUDA graphs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"trace-lint {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """Find code that is unsafe inside TT-NN trace captures and CUDA graphs."""
+
+
+def _fail(message: str) -> "typer.Exit":
+    typer.echo(f"trace-lint: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+@app.command()
+def check(
+    paths: List[str] = typer.Argument(None, help="Files or folders to check (default: .); `-` reads stdin."),
+    select: List[str] = typer.Option([], "--select", help="Rule codes or prefixes to enable (replaces the default set); ALL for every rule."),
+    extend_select: List[str] = typer.Option([], "--extend-select", help="Rule codes or prefixes to enable on top of the selection."),
+    ignore: List[str] = typer.Option([], "--ignore", help="Rule codes or prefixes to disable."),
+    output_format: str = typer.Option("full", "--output-format", help="full, concise, json, json-lines, sarif, github or junit."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Use this pyproject.toml or trace-lint.toml."),
+    force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name to report for source read from stdin."),
+) -> None:
+    """Check files and folders for code that is unsafe inside captures."""
+    from .checker import check as run_check
+    from .output import FORMAT_NAMES, OutputContext, formatters
+
+    raw_paths = paths or ["."]
+    available = formatters()
+    if output_format not in available:
+        known = ", ".join(n for n in FORMAT_NAMES if n in available)
+        raise _fail(f"--output-format: unknown format {output_format!r} (expected one of: {known})")
+    sources: dict[Path, str] = {}
+    targets: list[Path] = []
+    for raw in raw_paths:
+        if raw == "-":
+            name = Path(stdin_filename or "stdin.py")
+            data = sys.stdin.buffer.read()
+            from .analyzer.source import decode
+
+            decoded = decode(data)
+            sources[name] = decoded.text if decoded.error is None else data.decode("utf-8", "replace")
+            targets.append(name)
+        else:
+            targets.append(Path(raw))
+    start = targets[0] if targets else Path.cwd()
+    try:
+        settings = load_settings(start if start.exists() else Path.cwd(), config)
+        settings = with_cli_overrides(settings, split_codes(select), split_codes(extend_select), split_codes(ignore))
+    except ConfigError as error:
+        raise _fail(str(error))
+    try:
+        result = run_check(targets, settings, force_exclude=force_exclude, sources=sources)
+    except Exception as error:  # an internal error must still exit 2 with a message
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        raise _fail(f"internal error: {type(error).__name__}: {error}")
+    for message in result.errors:
+        typer.echo(f"trace-lint: {message}", err=True)
+
+    def read_source(filename: str) -> Optional[str]:
+        for path, text in sources.items():
+            if str(path) == filename:
+                return text
+        try:
+            return Path(filename).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    if statistics:
+        from .output.text import statistics as render_statistics
+
+        sys.stdout.write(render_statistics(result.findings))
+    else:
+        context = OutputContext(read_source=read_source, files_checked=result.files_checked, color=False)
+        rendered = available[output_format](result.findings, context)
+        if quiet and output_format in ("full", "concise"):
+            rendered = "\n".join(rendered.rstrip("\n").split("\n")[:-1]) + ("\n" if result.findings else "")
+        sys.stdout.write(rendered)
+    sys.stdout.flush()
+    if result.errors:
+        raise typer.Exit(EXIT_ERROR)
+    if result.findings and not exit_zero:
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(0)
+
+
+@app.command()
+def rule(
+    code: Optional[str] = typer.Argument(None, help="A rule code, such as TRC101."),
+    all_rules: bool = typer.Option(False, "--all", help="Print the docs of every rule."),
+) -> None:
+    """Print a rule's documentation."""
+    from .rules import ALL_RULES, rule_for
+
+    if all_rules:
+        typer.echo("\n".join(r.docs() for r in ALL_RULES).rstrip("\n"))
+        return
+    if code is None:
+        raise _fail("give a rule code (such as TRC101) or --all")
+    found = rule_for(code)
+    if found is None:
+        raise _fail(f"unknown rule code {code!r}; `trace-lint rule --all` lists them")
+    typer.echo(found.docs().rstrip("\n"))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""`full` (code frame, call chain, help) and `concise` (`path:row:col: CODE message`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from ..analyzer.findings import Finding
+from ..rules import BY_CODE
+from . import OutputContext
+
+
+def _style(text: str, code: str, enabled: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if enabled else text
+
+
+def concise(findings: Sequence[Finding], context: OutputContext) -> str:
+    lines = [
+        f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)} {f.message}"
+        for f in findings
+    ]
+    lines.append(_summary(findings))
+    return "\n".join(lines) + "\n"
+
+
+def _frame(finding: Finding, source: str | None) -> list[str]:
+    if source is None:
+        return []
+    lines = source.splitlines()
+    row = finding.location.row
+    if not 1 <= row <= len(lines):
+        return []
+    first, last = max(1, row - 1), min(len(lines), row + 1)
+    width = len(str(last))
+    out = [" " * width + " |"]
+    for number in range(first, last + 1):
+        out.append(f"{number:>{width}} | {lines[number - 1]}")
+        if number == row:
+            text = lines[number - 1]
+            start = finding.location.column - 1
+            if finding.end_location.row == row:
+                stop = max(start + 1, finding.end_location.column - 1)
+            else:
+                stop = max(start + 1, len(text.rstrip()))
+            out.append(" " * width + " | " + " " * start + "^" * (stop - start) + f" {finding.code}")
+    out.append(" " * width + " |")
+    return out
+
+
+def full(findings: Sequence[Finding], context: OutputContext) -> str:
+    blocks = []
+    for finding in findings:
+        block = [f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"]
+        block += _frame(finding, context.read_source(finding.filename))
+        for chain in finding.chains:
+            block.append("  = captured via (innermost last):")
+            for step in chain:
+                block.append(f"      {step.filename}:{step.location.row}:{step.location.column}: {step.message}")
+        rule = BY_CODE.get(finding.code)
+        if rule is not None and rule.help:
+            block.append(f"  = help: {rule.help}")
+        blocks.append("\n".join(block))
+    blocks.append(_summary(findings))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _summary(findings: Sequence[Finding]) -> str:
+    if not findings:
+        return "All checks passed!"
+    return f"Found {len(findings)} error{'s' if len(findings) != 1 else ''}."
+
+
+def statistics(findings: Sequence[Finding]) -> str:
+    counts = Counter(f.code for f in findings)
+    lines = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = BY_CODE.get(code)
+        lines.append(f"{count:>5}\t{code}\t{rule.name if rule else ''}")
+    return "\n".join(lines) + ("\n" if lines else "")

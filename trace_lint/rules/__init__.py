@@ -1,0 +1,42 @@
+"""The rule catalogue: every rule class, by code, and rule selection."""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from . import allocation, analysis, host_logic, lifecycle, transfers
+from .base import Invalid, Rule, Valid
+
+ALL_RULES: list[type[Rule]] = sorted(
+    [*analysis.RULES, *transfers.RULES, *host_logic.RULES, *allocation.RULES, *lifecycle.RULES],
+    key=lambda rule: rule.code,
+)
+BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+
+
+def _matches(code: str, selector: str, exact_for_opt_in: bool) -> bool:
+    if selector == "ALL":
+        return True
+    if exact_for_opt_in and not BY_CODE[code].default_enabled:
+        return code == selector
+    return code.startswith(selector)
+
+
+def selected_codes(select: Iterable[str], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """ruff's semantics: `select` replaces the default set, `extend-select` adds, `ignore`
+    removes. Opt-in rules are enabled only by their full code or `ALL`."""
+    select = list(select)
+    if select:
+        codes = {c for c in BY_CODE if any(_matches(c, s, True) for s in select)}
+    else:
+        codes = {c for c, rule in BY_CODE.items() if rule.default_enabled}
+    codes |= {c for c in BY_CODE if any(_matches(c, s, True) for s in extend_select)}
+    codes -= {c for c in BY_CODE if any(_matches(c, s, False) for s in ignore)}
+    return codes
+
+
+def rule_for(code: str) -> Optional[type[Rule]]:
+    return BY_CODE.get(code.upper())
+
+
+__all__ = ["ALL_RULES", "BY_CODE", "Invalid", "Rule", "Valid", "rule_for", "selected_codes"]

@@ -1,0 +1,93 @@
+"""Small questions several rules ask about captured code."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from ..analyzer.regions import call_arguments
+
+if TYPE_CHECKING:
+    from ..analyzer.engine import RuleContext
+
+CONTROL_FLOW = (cst.If, cst.While, cst.IfExp, cst.Assert)
+
+
+def enclosing_statement(context: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
+    """The small statement holding a node, or the compound statement whose header holds it."""
+    if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        return node
+    for ancestor in reversed(context.ancestors):
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return ancestor
+    return node
+
+
+def in_control_flow_test(context: RuleContext, node: cst.CSTNode) -> bool:
+    """Whether the node is part of the test of an if/while/ternary/assert."""
+    chain = [*context.ancestors, node]
+    for index, ancestor in enumerate(chain[:-1]):
+        if isinstance(ancestor, CONTROL_FLOW) and chain[index + 1] is ancestor.test:
+            return True
+    return False
+
+
+def is_read_method_call(context: RuleContext, call: cst.Call) -> bool:
+    """`x.cpu()`, `x.item()`, ... on a receiver that is not a module or a known host value."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in context.tables.ttnn.read_methods:
+        return False
+    receiver = func.value
+    if context.qualified_name(receiver) is not None:
+        return False  # a module attribute such as `np.item` is not a tensor method
+    if isinstance(receiver, cst.Call) and reads_to_host(context, receiver):
+        return False  # already on the host
+    return True
+
+
+def reads_to_host(context: RuleContext, call: cst.Call) -> bool:
+    name = context.qualified_name(call.func)
+    return name is not None and name in context.tables.ttnn.device_to_host
+
+
+def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[cst.CSTNode]:
+    """The first sub-expression that reads a device tensor's value, skipping host metadata
+    (shape, dtype, layout, len(), isinstance(), `is None`)."""
+    tensor = context.tables.tensor
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            continue
+        if isinstance(node, cst.Attribute) and node.attr.value in tensor.metadata_attributes:
+            continue
+        if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            continue
+        if isinstance(node, cst.Call):
+            name = context.qualified_name(node.func)
+            if name in tensor.metadata_functions:
+                continue
+            if reads_to_host(context, node) or is_read_method_call(context, node) or context.tensors.is_device_call(node):
+                return node
+            # A method of a device tensor (`t.sum()`) computes on its value.
+            if isinstance(node.func, cst.Attribute) and context.is_device_value(node.func.value):
+                return node
+        elif isinstance(node, cst.Name) and context.is_device_value(node):
+            return node
+        elif isinstance(node, cst.Subscript) and context.is_device_value(node.value):
+            return node
+        stack.extend(reversed(node.children))
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    return call_arguments(call)[1].get(name)
+
+
+def has_star_kwargs(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def is_none(expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"

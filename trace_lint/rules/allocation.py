@@ -1,0 +1,265 @@
+"""TRC3xx: allocation in captured code, freed trace buffers, unallocated outputs."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..analyzer.dataflow import accesses, chain_key
+from ..analyzer.regions import Region, call_arguments, iter_body_nodes
+from ._common import keyword
+from .base import Invalid, Rule, Valid
+
+
+class TensorCreation(Rule):
+    """
+    ## What it does
+    Flags tensor creation in captured code: `ttnn.zeros/ones/full/empty/rand/arange` and
+    their `_like` forms, `ttnn.from_torch`, `ttnn.as_tensor`, `ttnn.allocate_tensor_on_device`
+    and `ttnn.Tensor(...)`.
+
+    Blocks that fill a cache on first use (`if self.w is None: self.w = ttnn.zeros(...)`)
+    run during the warm-up and are not reported.
+
+    ## Why is this bad?
+    Everything a trace touches must be allocated before the capture: replay reuses the
+    buffers recorded at capture, and an allocation made inside it is either an error on
+    hardware or a buffer that later allocations can overwrite. Preallocate the tensor
+    before `begin_trace_capture` and write into it (`output_tensor=`, `copy_`).
+    """
+
+    code = "TRC301"
+    name = "tensor-creation-in-capture"
+    summary = "Tensor creation in captured code"
+    help = "preallocate the tensor before `begin_trace_capture`"
+    silent_in_first_use_cache = True
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                bias = ttnn.zeros([1, 32], device=device)
+                y = ttnn.add(x, bias)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """,
+            lines=(5,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                bias = ttnn.zeros([1, 32], device=device)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.add(x, bias)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y, bias
+            """
+        )
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.qualified_name(node.func)
+        if name is not None and name in self.context.tables.ttnn.creators:
+            self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
+
+
+def _region_reads_and_binds(region: Region):
+    """Per key: (bound before, read in region, bound in region, read after region)."""
+    module = region.module
+    before: set[str] = set()
+    read_in: set[str] = set()
+    bound_in: set[str] = set()
+    read_after: set[str] = set()
+    for access in accesses(region.function):
+        position = access.position
+        inside = region.start <= position < region.stop
+        if access.kind == "bind":
+            if position < region.start:
+                before.add(access.key)
+            elif inside:
+                bound_in.add(access.key)
+        else:
+            if inside:
+                read_in.add(access.key)
+            elif position >= region.stop:
+                read_after.add(access.key)
+    del module
+    return before, read_in, bound_in, read_after
+
+
+def _released_before(region: Region, node: cst.CSTNode) -> bool:
+    """Whether a release_trace of this region's trace comes before the node."""
+    module = region.module
+    position = module.start(node)
+    for release in region.release_calls:
+        if module.start(release) >= region.stop and module.end(release) <= position:
+            positional, keywords = call_arguments(release)
+            argument = keywords.get("trace_id", positional[1] if len(positional) > 1 else None)
+            if region.trace_id is None or argument is None or module.normalized(argument) == region.trace_id:
+                return True
+    return False
+
+
+class FreedTraceBuffer(Rule):
+    """
+    ## What it does
+    Flags `ttnn.deallocate(t)` / `t.deallocate()` of a tensor the trace uses: a trace input
+    (made before the region and used in it) or a trace output (made in the region and read
+    after it: returned, stored, or used after the end), inside the region or after it while
+    the trace can still be executed (before `release_trace`). Freeing an intermediate made
+    and last used inside the region is fine.
+
+    ## Why is this bad?
+    Replay reads and writes the exact buffers recorded at capture. Once one is freed, the
+    allocator hands its memory to the next tensor, and the next `execute_trace` silently
+    overwrites that tensor or reads garbage.
+    """
+
+    code = "TRC302"
+    name = "freed-trace-buffer"
+    summary = "Deallocation of a buffer the trace still uses"
+    help = "free trace buffers only after `release_trace`"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def run(device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = ttnn.relu(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                ttnn.deallocate(x)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                return out
+            """,
+            lines=(7,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def run(device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                hidden = ttnn.relu(x)
+                out = ttnn.softmax(hidden)
+                ttnn.deallocate(hidden)  # an intermediate, last used here
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                ttnn.release_trace(device, tid)
+                ttnn.deallocate(x)
+                return out
+            """
+        )
+    ]
+
+    def check_region(self, region: Region) -> None:
+        module = region.module
+        before, read_in, bound_in, read_after = _region_reads_and_binds(region)
+        inputs = {key for key in read_in if key in before or key in region.function.params or ("." in key and key not in bound_in)}
+        outputs = {key for key in bound_in if key in read_after or "." in key}
+        deallocate = self.analysis.tables.ttnn.deallocate
+        methods = self.analysis.tables.ttnn.deallocate_methods
+        for node in iter_body_nodes(region.function):
+            if not isinstance(node, cst.Call):
+                continue
+            target: Optional[cst.BaseExpression] = None
+            name = self.analysis.project.qualified_name(node.func, module, region.function)
+            if name in deallocate and node.args:
+                target = node.args[0].value
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in methods and name is None:
+                target = node.func.value
+            if target is None:
+                continue
+            key = chain_key(target)
+            if key is None:
+                continue
+            position = module.start(node)
+            if position < region.start:
+                continue
+            if position < region.stop:
+                kind = "input" if key in inputs else "output" if key in outputs else None
+            else:
+                if _released_before(region, node):
+                    continue
+                kind = "input" if key in inputs else "output" if key in bound_in else None
+            if kind is not None:
+                self.report(node, f"`{key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory", module=module)
+
+
+class UnallocatedOutput(Rule):
+    """
+    ## What it does
+    Flags a ttnn op written lexically inside a capture region whose result is read after the
+    region, called without a preallocated `output_tensor=`. Only ops whose signature in
+    ttnn accepts `output_tensor` are considered. Opt-in.
+
+    ## Why is this bad?
+    The op allocates its output inside the capture. The trace then owns a buffer that the
+    allocator may hand out again after the capture; anything allocated later can be
+    overwritten by the next replay. Preallocating the output and passing it as
+    `output_tensor=` keeps the buffer's lifetime in your hands.
+    """
+
+    code = "TRC303"
+    name = "unallocated-trace-output"
+    summary = "Region output without a preallocated output_tensor="
+    help = "preallocate the output and pass it as `output_tensor=`"
+    default_enabled = False
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, a, b):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = ttnn.add(a, b)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """,
+            lines=(5,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, a, b):
+                out = ttnn.zeros_like(a)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                ttnn.add(a, b, output_tensor=out)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """
+        )
+    ]
+
+    def check_region(self, region: Region) -> None:
+        module = region.module
+        _, _, _, read_after = _region_reads_and_binds(region)
+        ops = self.analysis.tables.ttnn.output_tensor_ops
+        for node in iter_body_nodes(region.function):
+            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call) or not region.contains(node):
+                continue
+            call = node.value
+            name = self.analysis.project.qualified_name(call.func, module, region.function)
+            if name not in ops or keyword(call, "output_tensor") is not None:
+                continue
+            keys = [chain_key(t.target) for t in node.targets]
+            if any(k is not None and (k in read_after or "." in k) for k in keys):
+                self.report(call, f"`{name}` allocates the trace output inside the capture; pass a preallocated `output_tensor=`", module=module)
+
+
+RULES = [TensorCreation, FreedTraceBuffer, UnallocatedOutput]

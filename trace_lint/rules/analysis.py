@@ -1,0 +1,116 @@
+"""TRC0xx: findings about the analysis itself."""
+
+from __future__ import annotations
+
+from .base import Invalid, Rule, Valid
+
+
+class UnparsableFile(Rule):
+    """
+    ## What it does
+    Reports a file that cannot be parsed: a syntax error, bytes that do not decode in the
+    file's encoding, or a NUL byte. The rest of the project is still checked.
+
+    ## Why is this bad?
+    Nothing in a file that does not parse can be checked, so its captures and the code they
+    call go unexamined. Fix the file, or exclude it if it is not Python.
+    """
+
+    code = "TRC001"
+    name = "unparsable-file"
+    summary = "File cannot be parsed"
+    help = "fix the syntax error; trace-lint checks the rest of the project meanwhile"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x:
+                tid = ttnn.begin_trace_capture(device)
+            """,
+            lines=(3,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                tid = ttnn.begin_trace_capture(device)
+                try:
+                    y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid)
+                return y
+            """
+        )
+    ]
+
+    def check_project(self) -> None:
+        for module in self.analysis.project.modules:
+            if module.parse_error is not None:
+                message, line, column = module.parse_error
+                self.report_at(module, line, column, message)
+
+
+class UnusedSuppression(Rule):
+    """
+    ## What it does
+    Reports a suppression comment that suppresses nothing (`# noqa: TRC101` on a line
+    with no TRC101 finding, an `ignore[...]` or a `disable[...]` range that matches
+    nothing), or that names a TRC code that does not exist. Codes of other tools
+    (`# noqa: E501`) and a bare `# noqa` are left alone: they may be for another linter.
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding on that line, and a misspelt code
+    suppresses nothing while looking as if it does.
+    """
+
+    code = "TRC002"
+    name = "unused-suppression"
+    summary = "Suppression that suppresses nothing, or names an unknown code"
+    help = "remove the suppression, or correct the code it names"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def prepare(device, host):
+                return ttnn.from_torch(host, device=device)  # noqa: TRC101
+            """,
+            lines=(4,),
+        ),
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                x(device)
+                tid = ttnn.begin_trace_capture(device)  # noqa: TRC401, TRC999
+                y = x(device)
+                ttnn.end_trace_capture(device, tid)
+                return y
+            """,
+            lines=(5,),
+        ),
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                x(device)
+                tid = ttnn.begin_trace_capture(device)  # noqa: TRC401  # ends in the caller's finally
+                y = x(device)
+                ttnn.end_trace_capture(device, tid)
+                return y
+            """
+        )
+    ]
+
+
+RULES = [UnparsableFile, UnusedSuppression]

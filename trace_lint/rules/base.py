@@ -1,0 +1,124 @@
+"""What a rule is: one class with visitor methods, its docs and its examples (as in Fixit).
+
+A rule sees captured code through `visit_<NodeType>` methods called by the engine, and
+whole regions or the whole project through `check_region` / `check_project`. It reports
+with `self.report(node, message)` and knows nothing about output formats.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from ..analyzer.engine import Engine, RuleContext
+    from ..analyzer.regions import Region
+    from ..analyzer.project import ModuleInfo, Project
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code on which the rule must stay silent."""
+
+    code: str
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).strip("\n") + "\n"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code on which the rule must report exactly on `lines` (1-based)."""
+
+    code: str
+    lines: tuple[int, ...]
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).strip("\n") + "\n"
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, as ruff names rules
+    summary: ClassVar[str]  # one line, for tables and SARIF shortDescription
+    help: ClassVar[str] = ""  # one line: what to do instead
+    severity: ClassVar[str] = "error"
+    default_enabled: ClassVar[bool] = True
+    # Which captured code the visit_* methods see: the framing code lexically in a region,
+    # the captured work reached through calls or declared, or both.
+    sees_lexical: ClassVar[bool] = True
+    sees_work: ClassVar[bool] = True
+    # Families TRC1-TRC3 are silent inside first-use cache blocks.
+    silent_in_first_use_cache: ClassVar[bool] = False
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    # Filled by the engine for each unit of captured code it visits.
+    context: "RuleContext"
+
+    def __init__(self, reporter: Callable[..., None], analysis: "Engine"):
+        self._reporter = reporter
+        # The whole-program facts: project, regions, call resolver.
+        self.analysis = analysis
+
+    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None) -> None:
+        context = getattr(self, "context", None)
+        if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
+            return
+        self._reporter(self, node, message, module or (context.module if context else None), context)
+
+    def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
+        """Report at a position rather than a node (a file that did not parse)."""
+        self.analysis.report_position(self, module, line, column, message)
+
+    # Hooks for rules that look at a whole region or the whole project.
+    def check_region(self, region: "Region") -> None:  # pragma: no cover - default does nothing
+        pass
+
+    def check_project(self) -> None:  # pragma: no cover - default does nothing
+        pass
+
+    # -- docs ------------------------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        """The rule's documentation in ruff's shape, from its docstring and examples."""
+        body = inspect.cleandoc(cls.__doc__ or "")
+        parts = [f"# {cls.name} ({cls.code})", "", body.strip()]
+        if not cls.default_enabled:
+            parts += ["", f"This rule is opt-in: enable it with `--select {cls.code}`."]
+        if cls.INVALID:
+            parts += ["", "## Example", "```python", cls.INVALID[0].source.rstrip("\n"), "```"]
+        if cls.VALID:
+            parts += ["", "## Use instead", "```python", cls.VALID[0].source.rstrip("\n"), "```"]
+        return "\n".join(parts) + "\n"
+
+    @classmethod
+    def explanation(cls, heading: str) -> str:
+        """One section of the docstring ("What it does", "Why is this bad?")."""
+        text = inspect.cleandoc(cls.__doc__ or "")
+        sections: dict[str, list[str]] = {}
+        current = None
+        for line in text.splitlines():
+            if line.startswith("## "):
+                current = line[3:].strip().rstrip("?")
+                sections[current] = []
+            elif current is not None:
+                sections[current].append(line)
+        return "\n".join(sections.get(heading.rstrip("?"), [])).strip()
+
+    @classmethod
+    def visitors(cls) -> dict[type, Callable]:
+        """Map from libcst node type to this rule's visit method."""
+        table = {}
+        for attribute in dir(cls):
+            if attribute.startswith("visit_"):
+                node_type = getattr(cst, attribute[len("visit_"):], None)
+                if isinstance(node_type, type):
+                    table[node_type] = getattr(cls, attribute)
+        return table

@@ -1,0 +1,482 @@
+"""TRC2xx: host logic in captured code: frozen branches, host side effects, host arithmetic."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ._common import device_value_in, enclosing_statement
+from .base import Invalid, Rule, Valid
+
+
+class _HostLogicRule(Rule):
+    silent_in_first_use_cache = True
+
+
+class ConditionalInRegion(_HostLogicRule):
+    """
+    ## What it does
+    Flags a Python conditional written lexically between `begin_trace_capture` and
+    `end_trace_capture`: `if`/`elif`, `while`, a ternary, `match` and `assert`.
+
+    ## Why is this bad?
+    The condition is evaluated once, at capture. Replay runs the device commands of the
+    branch taken then, whatever the condition would say later: the branch is frozen into
+    the trace. Decide outside the capture (capture one trace per branch), or move the choice
+    onto the device.
+    """
+
+    code = "TRC201"
+    name = "conditional-in-capture"
+    summary = "Python conditional inside a capture region"
+    help = "decide before the capture (one trace per branch) or select on the device with `ttnn.where`"
+    sees_work = False
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x, use_gelu):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                if use_gelu:
+                    y = ttnn.gelu(x)
+                else:
+                    y = ttnn.relu(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x, scale):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.multiply(x, scale) if scale else x
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """,
+            lines=(5,),
+        ),
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x, use_gelu):
+                activation = ttnn.gelu if use_gelu else ttnn.relu
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = activation(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """
+        )
+    ]
+
+    def _flag(self, node: cst.CSTNode, what: str) -> None:
+        self.report(node, f"{what} inside a capture region is evaluated once; the branch taken at capture is frozen into the trace")
+
+    def visit_If(self, node: cst.If) -> None:
+        parent = self.context.ancestors[-1] if self.context.ancestors else None
+        self._flag(node, "`elif`" if isinstance(parent, cst.If) and parent.orelse is node else "`if`")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flag(node, "`while`")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._flag(node, "a conditional expression")
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self._flag(node, "`match`")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._flag(node, "`assert`")
+
+
+class BranchOnDeviceValue(_HostLogicRule):
+    """
+    ## What it does
+    Flags control flow on a device tensor's value anywhere in captured code:
+    `if ttnn.max(y) > t:`, `while t.sum() > 0:`, `assert ttnn.to_torch(x).all()`.
+    Shapes, dtypes and layouts are host metadata and are fine to branch on.
+
+    ## Why is this bad?
+    Testing a device value reads it back to the host (not supported during a capture), and
+    whatever branch is taken at capture is the only one replay will ever run. Compute both
+    outcomes on the device and select with `ttnn.where`, or decide before capturing.
+    """
+
+    code = "TRC202"
+    name = "branch-on-device-value"
+    summary = "Control flow on a device tensor's value in captured code"
+    help = "compute both outcomes on the device and select with `ttnn.where`"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x, threshold):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.relu(x)
+                if ttnn.max(y) > threshold:
+                    y = ttnn.multiply(y, 0.5)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """,
+            lines=(6,),
+        ),
+        Invalid(
+            """
+            import ttnn
+
+            class Decoder:
+                def step(self, x):
+                    y = ttnn.softmax(x)
+                    while y.sum() > 0:
+                        y = ttnn.subtract(y, 1.0)
+                    return y
+
+            def capture(device, decoder, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = decoder.step(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+            """,
+            lines=(6,),
+        ),
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x, threshold):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.relu(x)
+                mask = ttnn.gt(y, threshold)
+                y = ttnn.where(mask, ttnn.multiply(y, 0.5), y)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """
+        ),
+        Valid(
+            """
+            import ttnn
+
+            class Block:
+                def forward(self, x):
+                    y = ttnn.relu(x)
+                    if y.shape[-1] > 32:  # metadata: known at capture, fixed at replay
+                        y = ttnn.softmax(y)
+                    return y
+
+            def capture(device, block, x):
+                y = block.forward(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = block.forward(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """
+        ),
+    ]
+
+    def _check(self, node: cst.CSTNode, test: cst.BaseExpression) -> None:
+        found = device_value_in(self.context, test)
+        if found is not None:
+            code = self.context.module.code(found) if found in self.context.module.positions else "a device value"
+            code = code if len(code) <= 40 else code[:37] + "..."
+            self.report(node, f"control flow on the device value `{code}` reads it to the host at capture and freezes the branch")
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node, node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node, node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node, node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node, node.test)
+
+
+class HostSideEffect(_HostLogicRule):
+    """
+    ## What it does
+    Flags host side effects in the captured work (code reached through calls, declared
+    captured, or passed as the captured callable; not the framing code written between
+    begin and end): assignments to attributes, globals, elements of module-level containers
+    or of an attribute's container (`self.stats[k] += 1`), `.append`/`.extend`/`.update` on
+    those, random numbers (`random`, `numpy.random`, torch CPU generators) and wall-clock
+    reads (`time.time`, `time.perf_counter`).
+
+    Blocks that fill a cache on first use (`if self.w is None: self.w = ...`) run during the
+    warm-up and are not reported.
+
+    ## Why is this bad?
+    Replay repeats the recorded device commands, not the Python that ran at capture. A
+    counter stays at its captured value, a position index is frozen, a random draw is the
+    same forever. Keep such state on the device (a tensor updated by an op, copied into
+    before each replay) or update it on the host outside the trace.
+    """
+
+    code = "TRC203"
+    name = "host-side-effect-in-captured-work"
+    summary = "Host side effect in captured work that replay will not repeat"
+    help = "keep changing state in device tensors, or update it on the host outside the trace"
+    sees_lexical = False
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            class Attention:
+                def forward(self, x):
+                    self.calls += 1
+                    return ttnn.softmax(x)
+
+            def capture(device, attention, x):
+                attention.forward(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = attention.forward(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+            """,
+            lines=(5,),
+        ),
+        Invalid(
+            """
+            import time
+            import ttnn
+
+            TIMINGS = []
+
+            def layer(x):
+                TIMINGS.append(time.perf_counter())
+                return ttnn.relu(x)
+
+            def capture(device, x):
+                layer(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = layer(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+            """,
+            lines=(7,),
+        ),
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            class Attention:
+                def __init__(self):
+                    self.mask = None
+
+                def forward(self, x):
+                    if self.mask is None:
+                        self.mask = ttnn.ones_like(x)  # first use: runs at warm-up
+                    return ttnn.multiply(ttnn.softmax(x), self.mask)
+
+            def capture(device, attention, x):
+                attention.forward(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = attention.forward(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+            """
+        )
+    ]
+
+    def _globals_declared(self) -> frozenset[str]:
+        function = self.context.function
+        if function is None:
+            return frozenset()
+        cached = getattr(function, "_global_names", None)
+        if cached is None:
+            names = set()
+            for node in _small_statements_of(function.node.body):
+                if isinstance(node, (cst.Global, cst.Nonlocal)):
+                    names.update(n.name.value for n in node.names)
+            cached = frozenset(names)
+            function._global_names = cached  # type: ignore[attr-defined]
+        return cached
+
+    def _module_container(self, expr: cst.BaseExpression) -> bool:
+        """A module-level name that the function does not rebind locally."""
+        if not isinstance(expr, cst.Name):
+            return False
+        from ..analyzer.project import local_names
+
+        function = self.context.function
+        if function is not None and expr.value in local_names(function) and expr.value not in self._globals_declared():
+            return False
+        return expr.value in self.context.module.globals and self.context.qualified_name(expr) is None
+
+    def _shared_target(self, target: cst.BaseExpression) -> Optional[str]:
+        if isinstance(target, cst.Attribute):
+            return f"assignment to the attribute `{self.context.module.code(target)}`"
+        if isinstance(target, cst.Name) and target.value in self._globals_declared():
+            return f"assignment to the global `{target.value}`"
+        if isinstance(target, cst.Subscript):
+            container = target.value
+            if isinstance(container, cst.Attribute) or self._module_container(container):
+                return f"assignment into `{self.context.module.code(container)}`"
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                found = self._shared_target(element.value)
+                if found:
+                    return found
+        return None
+
+    def _report_statement(self, node: cst.CSTNode, what: str) -> None:
+        self.report(enclosing_statement(self.context, node), f"{what} runs at capture only; replay will not repeat it")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            what = self._shared_target(target.target)
+            if what:
+                self._report_statement(node, what)
+                return
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        what = self._shared_target(node.target)
+        if what:
+            self._report_statement(node, what)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            what = self._shared_target(node.target)
+            if what:
+                self._report_statement(node, what)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.context
+        python = context.tables.python
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in python.mutating_methods:
+            receiver = func.value
+            if isinstance(receiver, cst.Attribute) or self._module_container(receiver):
+                self._report_statement(node, f"`.{func.attr.value}()` on `{context.module.code(receiver)}`")
+                return
+        name = context.qualified_name(func)
+        if name is None:
+            return
+        if any(name.startswith(prefix + ".") for prefix in python.random):
+            self._report_statement(node, f"the random draw `{name}`")
+        elif name in python.random_torch_cpu and _is_host_torch(node):
+            self._report_statement(node, f"the CPU random draw `{name}`")
+        elif name in python.clock:
+            self._report_statement(node, f"the wall-clock read `{name}`")
+
+
+def _is_host_torch(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("device", "generator"):
+            value = arg.value
+            return isinstance(value, cst.SimpleString) and "cpu" in value.value
+    return True
+
+
+def _small_statements_of(body: cst.CSTNode):
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BaseSmallStatement):
+            yield node
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
+            stack.extend(node.children)
+
+
+class ShapeArithmetic(_HostLogicRule):
+    """
+    ## What it does
+    Flags shape or index arithmetic written lexically inside a capture region:
+    `x.shape[0] * 2`, `len(cache) - 1`, `pos + 1`. Opt-in.
+
+    ## Why is this bad?
+    Host arithmetic runs once, at capture; its result is baked into the recorded op
+    arguments. An index that should advance each step (a decode position) stays at its
+    captured value. Keep such values in device tensors updated before each replay.
+    """
+
+    code = "TRC204"
+    name = "host-arithmetic-in-capture"
+    summary = "Shape or index arithmetic inside a capture region"
+    help = "compute shapes and indices before the capture; keep per-step indices in device tensors"
+    default_enabled = False
+    sees_work = False
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x, pos):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.slice(x, [0, pos + 1], [1, x.shape[1] * 2])
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """,
+            lines=(5,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x, pos):
+                start, stop = [0, pos + 1], [1, x.shape[1] * 2]
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.slice(x, start, stop)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return y
+            """
+        )
+    ]
+
+    ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.Divide)
+
+    def _shapeish(self, expr: cst.BaseExpression) -> bool:
+        metadata = self.context.tables.tensor.metadata_attributes
+        node = expr
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if isinstance(node, cst.Attribute) and node.attr.value in metadata:
+            return True
+        if isinstance(node, cst.Call) and self.context.qualified_name(node.func) == "len":
+            return True
+        return False
+
+    def _index_like(self, left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+        for a, b in ((left, right), (right, left)):
+            if isinstance(a, cst.Integer) and isinstance(b, (cst.Name, cst.Attribute, cst.Subscript)) and not self.context.is_device_value(b):
+                return True
+        return False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, self.ARITHMETIC):
+            return
+        parent = self.context.ancestors[-1] if self.context.ancestors else None
+        if isinstance(parent, cst.BinaryOperation):
+            return  # report the whole expression once
+        parts = _operands(node)
+        if any(self._shapeish(p) for p in parts) or self._index_like(node.left, node.right):
+            self.report(node, f"`{self.context.module.code(node)}` is computed on the host once, at capture")
+
+
+def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BinaryOperation):
+        return [*_operands(node.left), *_operands(node.right)]
+    return [node]
+
+
+RULES = [ConditionalInRegion, BranchOnDeviceValue, HostSideEffect, ShapeArithmetic]

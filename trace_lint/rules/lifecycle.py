@@ -1,0 +1,644 @@
+"""TRC4xx: the trace lifecycle: open captures, stale inputs, warm-up, trace region, nesting."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..analyzer.dataflow import accesses
+from ..analyzer.project import FunctionInfo
+from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
+from ._common import has_star_kwargs, is_none, keyword
+from .allocation import _region_reads_and_binds, _released_before
+from .base import Invalid, Rule, Valid
+
+BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
+
+
+def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+            continue
+        stack.extend(reversed(node.children))
+
+
+def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool:
+    if block is None:
+        return False
+    project = rule.analysis.project
+    for node in _iter_nodes(block):
+        if isinstance(node, cst.Call):
+            if node is region.end:
+                return True
+            name = project.qualified_name(node.func, region.module, region.function)
+            if name in rule.analysis.tables.ttnn.capture_end:
+                return True
+    return False
+
+
+def _broad_handler(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for kind in kinds:
+        expr = kind.value if isinstance(kind, cst.Element) else kind
+        if isinstance(expr, cst.Name) and expr.value in BROAD_EXCEPTIONS:
+            return True
+        if isinstance(expr, cst.Attribute) and expr.attr.value in BROAD_EXCEPTIONS and isinstance(expr.value, cst.Name) and expr.value.value == "builtins":
+            return True
+    return False
+
+
+def _try_ends_capture(rule: Rule, region: Region, statement: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.Try):
+        return False
+    if statement.finalbody is not None and _calls_end(rule, region, statement.finalbody):
+        return True
+    return any(_broad_handler(h) and _calls_end(rule, region, h) for h in statement.handlers)
+
+
+def _harmless(statement: cst.CSTNode) -> bool:
+    """A simple statement of assignments without calls: it cannot raise into an open capture."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if not isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass)):
+            return False
+        if any(isinstance(n, cst.Call) for n in _iter_nodes(small)):
+            return False
+    return True
+
+
+class CaptureLeftOpen(Rule):
+    """
+    ## What it does
+    Flags a `begin_trace_capture` that an exception can leave open: the matching
+    `end_trace_capture` is neither in a `finally` nor in an `except` handler catching
+    `Exception` (or broader) of a `try` that starts right after the begin. Simple
+    assignments without calls between the begin and the `try` are allowed.
+
+    ## Why is this bad?
+    A failed capture stays open on the device. Every following ttnn call is then recorded
+    into, or rejected by, the half-made trace, and the original error is buried under a
+    cascade of unrelated ones or a hang at teardown.
+    """
+
+    code = "TRC401"
+    name = "capture-left-open"
+    summary = "Capture that an exception can leave open"
+    help = "wrap the captured work in `try:` ... `finally: ttnn.end_trace_capture(...)`"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                out = model(x)
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """,
+            lines=(4,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """
+        )
+    ]
+
+    def check_region(self, region: Region) -> None:
+        if region.end is None:
+            return  # ended in another function: nothing to judge here
+        path = path_to(region.function.node.body, region.begin)
+        line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
+        if line_index is not None and line_index > 0:
+            line, block = path[line_index], path[line_index - 1]
+            body = list(getattr(block, "body", ()))
+            if line in body:
+                for statement in body[body.index(line) + 1 :]:
+                    if _harmless(statement):
+                        continue
+                    if _try_ends_capture(self, region, statement):
+                        return
+                    break
+        # The begin as the body of a try whose finally/handler ends the capture is safe too.
+        for index, ancestor in enumerate(path):
+            if isinstance(ancestor, cst.Try) and index + 1 < len(path) and path[index + 1] is ancestor.body:
+                if _try_ends_capture(self, region, ancestor):
+                    return
+        self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=region.module)
+
+
+def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
+    """(statement, name) for each local trace input rebound after the region and then replayed."""
+    module = region.module
+    before, read_in, _, _ = _region_reads_and_binds(region)
+    inputs = {k for k in read_in if "." not in k and k in before}
+    if not inputs:
+        return []
+    executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
+    if not executes:
+        return []
+    out = []
+    for access in accesses(region.function):
+        if access.kind != "bind" or access.key not in inputs or access.position < region.stop or access.statement is None:
+            continue
+        if _released_before(region, access.statement):
+            continue
+        if any(_executed_after(region, access.statement, e) for e in executes):
+            out.append((access.statement, access.key))
+    return out
+
+
+def _same_trace(region: Region, execute: cst.Call) -> bool:
+    if region.trace_id is None:
+        return True
+    positional, keywords = call_arguments(execute)
+    argument = keywords.get("trace_id", positional[1] if len(positional) > 1 else None)
+    return argument is None or region.module.normalized(argument) == region.trace_id
+
+
+def _executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
+    """The execute runs after the statement: later in the text, or in a loop holding both."""
+    module = region.module
+    if module.start(execute) >= module.end(statement):
+        return True
+    for loop in _loops(region.function):
+        if module.start(loop) >= region.stop and _within(module, statement, loop) and _within(module, execute, loop):
+            return True
+    return False
+
+
+def _within(module, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    return module.start(outer) <= module.start(node) and module.end(node) <= module.end(outer)
+
+
+def _loops(function: FunctionInfo) -> list[cst.CSTNode]:
+    return [n for n in iter_body_nodes(function) if isinstance(n, (cst.For, cst.While))]
+
+
+class StaleTraceInput(Rule):
+    """
+    ## What it does
+    Flags the rebinding, after the capture, of a local name that the region reads (a trace
+    input), when the trace is executed afterwards: `x = ttnn.from_torch(new, device=d)`
+    followed by `ttnn.execute_trace(...)`.
+
+    ## Why is this bad?
+    The trace recorded the buffer the name pointed to at capture. Rebinding the name makes a
+    new tensor that replay never reads: the trace keeps computing on the old input, and
+    the output silently stops changing. Copy the new data into the captured input instead
+    (`ttnn.copy_host_to_device_tensor(host, x)`, `static.copy_(new)`).
+    """
+
+    code = "TRC403"
+    name = "stale-trace-input"
+    summary = "Trace input rebound after capture, then replayed"
+    help = "copy new data into the captured input (`ttnn.copy_host_to_device_tensor`) instead of rebinding it"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def generate(device, model, x, steps, next_input):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                for step in range(steps):
+                    x = ttnn.from_torch(next_input(step), device=device)
+                    ttnn.execute_trace(device, tid, cq_id=0)
+                return out
+            """,
+            lines=(11,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def generate(device, model, x, steps, next_input):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                for step in range(steps):
+                    host = ttnn.from_torch(next_input(step))
+                    ttnn.copy_host_to_device_tensor(host, x)
+                    ttnn.execute_trace(device, tid, cq_id=0)
+                return out
+            """
+        )
+    ]
+
+    def check_region(self, region: Region) -> None:
+        for statement, name in _stale_rebindings(region):
+            self.report(statement, f"`{name}` is a trace input; rebinding it makes a new tensor that replay never reads; copy into it instead", module=region.module)
+
+
+_IDENTIFIER = r"(?<![.\w]){}\b"
+
+
+class MissingWarmUp(Rule):
+    """
+    ## What it does
+    Flags a capture whose work is a call to user code (`model(x)`, `self.model.forward(x)`,
+    `step()`) that is called nowhere else: neither earlier in the same function, nor on
+    another path of it (the "first call eager, second call captured" pattern), nor in a
+    project function that calls the capturing function. A call matches by its resolved
+    target or by the same expression, with the capturing function's parameters replaced by
+    the caller's arguments.
+
+    ## Why is this bad?
+    The first run of an op compiles its program and writes it to the device. Inside a
+    capture that fails on hardware with "Cannot load new binaries during trace capture ...
+    Warm up before capturing a trace." Run the same work once, uncaptured, first.
+    """
+
+    code = "TRC404"
+    name = "capture-without-warm-up"
+    summary = "Capture of work that never ran before (no warm-up)"
+    help = "run the same work once before `begin_trace_capture`"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """,
+            lines=(4,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                model(x)  # warm-up: compiles every program the trace will use
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+            """
+        ),
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+
+            def main(device, model, x):
+                model(x)  # warm-up one frame up
+                return capture(device, model, x)
+            """
+        ),
+    ]
+
+    def _user_calls(self, region: Region) -> list[cst.Call]:
+        module, function = region.module, region.function
+        project = self.analysis.project
+        receiver = function.params[0] if function.cls is not None and function.params else None
+        calls = []
+        for node in iter_body_nodes(function):
+            if not isinstance(node, cst.Call) or not region.contains(node):
+                continue
+            if self.analysis.resolver.resolve(node, function) is not None:
+                calls.append(node)
+                continue
+            func = node.func
+            root = func
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if isinstance(func, cst.Name) and project.qualified_name(func, module, function) is None:
+                calls.append(node)  # a local or parameter: `model(x)`, `step()`
+            elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
+                calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
+        return calls
+
+    def _matches(self, call: cst.Call, caller: FunctionInfo, candidate: cst.Call, text: str, target) -> bool:
+        if target is not None and self.analysis.resolver.resolve(candidate, caller) is target:
+            return True
+        return caller.module.normalized(candidate.func) == text
+
+    def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region]) -> bool:
+        module = function.module
+        for node in iter_body_nodes(function):
+            if not isinstance(node, cst.Call) or node is call:
+                continue
+            if exclude is not None and exclude.contains(node):
+                continue
+            if self._matches(call, function, node, text, target):
+                return True
+        return False
+
+    def _callers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
+        project = self.analysis.project
+        found = []
+        for module in project.modules_mentioning(function.name.encode()):
+            for call, caller in module.iter_calls():
+                if caller is None or caller is function:
+                    continue
+                if self.analysis.resolver.resolve(call, caller) is function:
+                    found.append((caller, call))
+        return found
+
+    def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
+        params = list(function.params)
+        if function.cls is not None and params and not _is_static(function):
+            params = params[1:]
+        positional, keywords = call_arguments(site)
+        mapping = {}
+        for name, value in zip(params, positional):
+            mapping[name] = caller.module.normalized(value)
+        for name, value in keywords.items():
+            if name in params:
+                mapping[name] = caller.module.normalized(value)
+        for name, replacement in mapping.items():
+            text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
+        return text
+
+    def unwarmed_calls(self, region: Region) -> list[cst.Call]:
+        function = region.function
+        missing = []
+        callers = None
+        for call in self._user_calls(region):
+            text = function.module.normalized(call.func)
+            target = self.analysis.resolver.resolve(call, function)
+            if self._warmed_in(function, call, text, target, region):
+                continue
+            if callers is None:
+                callers = self._callers(function)
+            if any(
+                self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
+                for caller, site in callers
+            ):
+                continue
+            missing.append(call)
+        return missing
+
+    def check_region(self, region: Region) -> None:
+        missing = self.unwarmed_calls(region)
+        if missing:
+            work = region.module.code(missing[0].func)
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; call it once before `begin_trace_capture` to compile its programs", module=region.module)
+
+
+def _is_static(function: FunctionInfo) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.node.decorators)
+
+
+class MissingTraceRegion(Rule):
+    """
+    ## What it does
+    Flags `ttnn.open_device` / `ttnn.open_mesh_device` called without a `trace_region_size`,
+    or with `trace_region_size=0`, in a project that captures traces. A size passed through
+    `**kwargs` is unknown and not reported.
+
+    ## Why is this bad?
+    Traces live in a dedicated region of device memory whose size is fixed when the device
+    opens. Without one, the first `end_trace_capture` fails with "Creating trace buffers of
+    size ...B ... only 0B is allocated for trace region."
+    """
+
+    code = "TRC405"
+    name = "missing-trace-region"
+    summary = "Device opened without trace_region_size in a project that captures"
+    help = "pass `trace_region_size=` large enough for your traces to the device open call"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def main(model, x):
+                device = ttnn.open_device(device_id=0)
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+            """,
+            lines=(4,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def main(model, x):
+                device = ttnn.open_device(device_id=0, trace_region_size=10_000_000)
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+            """
+        )
+    ]
+
+    def check_project(self) -> None:
+        if not any(r.kind == "ttnn" for r in self.analysis.regions):
+            return
+        project = self.analysis.project
+        open_calls = self.analysis.tables.ttnn.open_device
+        for module in project.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
+            for call, function in module.iter_calls():
+                name = project.qualified_name(call.func, module, function)
+                if name not in open_calls:
+                    continue
+                size = keyword(call, "trace_region_size")
+                if size is None:
+                    if has_star_kwargs(call):
+                        continue
+                    self.report(call, f"`{name}` without `trace_region_size` leaves no memory for traces", module=module)
+                elif isinstance(size, cst.Integer) and int(size.value.replace("_", ""), 0) == 0 or is_none(size):
+                    self.report(call, f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces", module=module)
+
+
+class NestedCapture(Rule):
+    """
+    ## What it does
+    Flags a `begin_trace_capture` reached while another capture is being recorded: written
+    inside another region, or in code a capture calls.
+
+    ## Why is this bad?
+    A command queue records one trace at a time. ttnn rejects the inner begin on hardware
+    ("CQ ... is already being used for tracing"), and the outer capture is left open.
+    """
+
+    code = "TRC406"
+    name = "nested-capture"
+    summary = "Capture begun while another is being recorded"
+    help = "end the first capture before beginning another"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                outer = ttnn.begin_trace_capture(device, cq_id=0)
+                inner = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.relu(x)
+                ttnn.end_trace_capture(device, inner, cq_id=0)
+                ttnn.end_trace_capture(device, outer, cq_id=0)
+                return y
+            """,
+            lines=(5,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def capture(device, x):
+                first = ttnn.begin_trace_capture(device, cq_id=0)
+                y = ttnn.relu(x)
+                ttnn.end_trace_capture(device, first, cq_id=0)
+                second = ttnn.begin_trace_capture(device, cq_id=0)
+                z = ttnn.gelu(x)
+                ttnn.end_trace_capture(device, second, cq_id=0)
+                return y, z
+            """
+        )
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.context.qualified_name(node.func)
+        if name in self.context.tables.ttnn.capture_begin:
+            self.report(node, "a capture begins while another is being recorded")
+
+
+class AllocationAcrossReplay(Rule):
+    """
+    ## What it does
+    Flags a device allocation after a capture, while that trace can still be executed, whose
+    tensor is alive across an `execute_trace`. A rebinding of a trace input is TRC403 instead.
+
+    ## Why is this bad?
+    The trace's intermediates live in memory the allocator believes free once the capture
+    ends. A tensor allocated there afterwards is overwritten the next time the trace runs.
+    Allocate everything before capturing, or release the trace first.
+    """
+
+    code = "TRC408"
+    name = "allocation-across-replay"
+    summary = "Device allocation alive across execute_trace"
+    help = "allocate before the capture, or release the trace before allocating"
+
+    INVALID = [
+        Invalid(
+            """
+            import ttnn
+
+            def run(device, model, x):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                scratch = ttnn.zeros([32, 32], device=device)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                return out, scratch
+            """,
+            lines=(10,),
+        )
+    ]
+    VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def run(device, model, x):
+                scratch = ttnn.zeros([32, 32], device=device)
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                return out, scratch
+            """
+        )
+    ]
+
+    def _allocates(self, call: cst.Call, region: Region) -> bool:
+        api = self.analysis.tables.ttnn
+        name = self.analysis.project.qualified_name(call.func, region.module, region.function)
+        if name is None:
+            return False
+        if name in ("ttnn.to_device", "ttnn.allocate_tensor_on_device"):
+            return True
+        if name in api.creators or name in api.host_to_device_if_device_kwarg:
+            device = keyword(call, "device")
+            return device is not None and not is_none(device)
+        return False
+
+    def check_region(self, region: Region) -> None:
+        module = region.module
+        executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
+        if not executes:
+            return
+        stale = {id(statement) for statement, _ in _stale_rebindings(region)}
+        for node in iter_body_nodes(region.function):
+            if not isinstance(node, cst.Call) or module.start(node) < region.stop or not self._allocates(node, region):
+                continue
+            if _released_before(region, node):
+                continue
+            statement = next(
+                (a.statement for a in accesses(region.function) if a.statement is not None and _within(module, node, a.statement) and isinstance(a.statement, cst.BaseSmallStatement)),
+                None,
+            )
+            if statement is not None and id(statement) in stale:
+                continue
+            if any(_executed_after(region, node, e) for e in executes):
+                self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
+
+
+RULES = [CaptureLeftOpen, StaleTraceInput, MissingWarmUp, MissingTraceRegion, NestedCapture, AllocationAcrossReplay]
