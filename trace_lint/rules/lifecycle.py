@@ -350,10 +350,27 @@ class MissingWarmUp(Rule):
             while isinstance(root, cst.Attribute):
                 root = root.value
             if isinstance(func, cst.Name) and project.qualified_name(func, module, function) is None:
-                calls.append(node)  # a local or parameter: `model(x)`, `step()`
+                if not self._bound_to_library(func.value, function):
+                    calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
+
+    def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
+        """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
+        project = self.analysis.project
+        values = [
+            n.value for n in iter_body_nodes(function)
+            if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)
+        ]
+
+        def library(expr: cst.BaseExpression) -> bool:
+            if isinstance(expr, cst.IfExp):
+                return library(expr.body) and library(expr.orelse)
+            qualified = project.qualified_name(expr, function.module, function)
+            return qualified is not None and project.lookup(qualified) is None and "." in qualified
+
+        return bool(values) and all(library(v) for v in values)
 
     def _matches(self, call: cst.Call, caller: FunctionInfo, candidate: cst.Call, text: str, target) -> bool:
         if target is not None and self.analysis.resolver.resolve(candidate, caller) is target:
