@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Union
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from .source import SourceText, decode, read_bytes, ReadError
+from .source import ReadError, SourceText, decode, read_bytes
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -116,8 +116,10 @@ class ModuleInfo:
             wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
             self.positions = wrapper.resolve(PositionProvider)
             _Collector(self).collect(tree)
-        except RecursionError:
-            self.parse_error = ("cannot analyse: nesting too deep", 1, 1)
+        except (RecursionError, KeyError):
+            # libcst re-raises a RecursionError in position tracking as a KeyError.
+            self.positions = {}
+            self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
             return
         self.tree = tree
 
@@ -479,8 +481,9 @@ class Project:
                 data = module._text.encode("utf-8", "surrogatepass")
             else:
                 try:
-                    data = module.path.read_bytes()
-                except OSError:
+                    data = read_bytes(module.path)
+                except ReadError as error:
+                    module.read_error = str(error)
                     data = b""
             self._raw[id(module)] = data
         return data
