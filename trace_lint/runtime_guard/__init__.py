@@ -7,7 +7,7 @@ ever executed. Importing this package imports neither ttnn nor torch.
 
 from __future__ import annotations
 
-from trace_lint.runtime_guard.guard import Guard, guard, install, is_installed, uninstall
+from trace_lint.runtime_guard.lifecycle import Guard, guard, install, is_installed, uninstall
 from trace_lint.runtime_guard.report import (
     CaptureRecord,
     Frame,

@@ -156,13 +156,20 @@ class Runtime:
             return False
 
     def _scan(self, args: tuple, kwargs: dict) -> tuple[Any, list]:
-        """The device a call works on and its tensors (with their on-device flag)."""
+        """The device a call works on and its tensors (with their on-device flag).
+
+        Iterative on purpose: a recursive closure would form a reference cycle that keeps
+        the caller's tensors (and their device buffers) alive until the cyclic GC runs.
+        """
         device = None
         tensors: list = []
         Tensor, MeshDevice = self.Tensor, self.MeshDevice
-
-        def visit(value: Any, depth: int) -> None:
-            nonlocal device
+        pending = [(value, 2) for value in args]
+        pending.extend((value, 2) for value in kwargs.values())
+        index = 0
+        while index < len(pending):  # in argument order: the first device tensor names the device
+            value, depth = pending[index]
+            index += 1
             if isinstance(value, Tensor):
                 on = self._on_device(value)
                 tensors.append((value, on))
@@ -175,13 +182,7 @@ class Runtime:
                 if device is None:
                     device = value
             elif depth and isinstance(value, (list, tuple)):
-                for item in value:
-                    visit(item, depth - 1)
-
-        for value in args:
-            visit(value, 2)
-        for value in kwargs.values():
-            visit(value, 2)
+                pending.extend((item, depth - 1) for item in value)
         return device, tensors
 
     def _value_key(self, value: Any) -> Any:
@@ -280,16 +281,14 @@ class Runtime:
 
     def _device_outputs(self, result: Any) -> list:
         out: list = []
-
-        def visit(value: Any, depth: int) -> None:
+        pending = [(result, 2)]
+        while pending:
+            value, depth = pending.pop()
             if isinstance(value, self.Tensor):
                 if self._on_device(value):
                     out.append(value)
             elif depth and isinstance(value, (list, tuple)):
-                for item in value:
-                    visit(item, depth - 1)
-
-        visit(result, 2)
+                pending.extend((item, depth - 1) for item in value)
         return out
 
     # ----------------------------------------------------------------- violations
@@ -746,8 +745,8 @@ class Runtime:
             uid = int(match.group(1))
             context = match.group(2) or ""
             op, frame = self.allocations.get(uid, (context or "<unknown op>", UNKNOWN_FRAME))
-            detail = f"buffer {uid} (ttnn's allocation tracker"
-            detail += f", allocated in {context})" if context else ")"
+            detail = f"buffer {uid}, reported by ttnn's allocation tracker"
+            detail += f" (allocation context: {context})" if context else ""
             found.append(Violation(api.ALIVE_ACROSS_REPLAY, op, "", frame, detail, trace=record.name))
         if not found:
             found.append(Violation(api.ALIVE_ACROSS_REPLAY, "ttnn.execute_trace", "", UNKNOWN_FRAME,
