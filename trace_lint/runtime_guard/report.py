@@ -29,19 +29,31 @@ UNKNOWN_FRAME = Frame("<unknown>", 0, "<unknown>")
 
 
 class FrameFinder:
-    """Walks the stack to the first frame whose file is not under one of `skip_dirs`."""
+    """Walks the stack to the first frame not in a library: `skip` holds directories (ending in
+    a separator, matched as prefixes) and single files (matched exactly)."""
 
-    def __init__(self, skip_dirs: tuple[str, ...] = ()) -> None:
-        dirs = [_GUARD_DIR, os.path.dirname(threading.__file__) + os.sep + "threading.py"]
-        dirs.extend(skip_dirs)
-        self.skip = tuple(os.path.abspath(d) for d in dirs if d)
+    def __init__(self, skip: tuple[str, ...] = ()) -> None:
+        self.skip: tuple[str, ...] = ()
         self._cache: dict[str, bool] = {}
+        self.add(_GUARD_DIR + os.sep, threading.__file__, *skip)
+
+    def add(self, *paths: str) -> None:
+        extra = []
+        for path in paths:
+            if path:
+                trailing = path.endswith(os.sep)
+                path = os.path.abspath(path)
+                extra.append(path + os.sep if trailing or os.path.isdir(path) else path)
+        self.skip = self.skip + tuple(extra)
+        self._cache.clear()
 
     def _skipped(self, filename: str) -> bool:
         hit = self._cache.get(filename)
         if hit is None:
             absolute = os.path.abspath(filename)
-            hit = absolute.startswith(self.skip) or filename.startswith("<frozen")
+            hit = filename.startswith("<frozen") or any(
+                absolute.startswith(entry) if entry.endswith(os.sep) else absolute == entry for entry in self.skip
+            )
             self._cache[filename] = hit
         return hit
 

@@ -79,8 +79,7 @@ class Runtime:
         self.Tensor = ttnn.Tensor
         self.MeshDevice = getattr(ttnn, "MeshDevice", None) or type("_NoDevice", (), {})
         self.DEVICE_STORAGE = ttnn.StorageType.DEVICE
-        ttnn_dir = os.path.dirname(os.path.abspath(getattr(ttnn, "__file__", "") or "")) or ""
-        self.frames = FrameFinder((ttnn_dir,) if getattr(ttnn, "__file__", None) else ())
+        self.frames = FrameFinder(_library_paths(ttnn))
         self.lock = threading.RLock()
         self.local = threading.local()
         self.patcher = Patcher()
@@ -777,8 +776,7 @@ class Runtime:
         mode = torch_guard.push_mode(self._on_torch)
         if mode is not None:
             self.torch_mode = mode
-            self.frames.skip = self.frames.skip + torch_guard.torch_dirs()
-            self.frames._cache.clear()
+            self.frames.add(*torch_guard.torch_dirs())
 
     def _on_torch(self, name: str, args: tuple, kwargs: dict) -> None:
         from trace_lint.runtime_guard.torch_guard import classify_torch_call
@@ -815,6 +813,17 @@ class Runtime:
             self._abort(capture)
             found.append(violation)
         return found
+
+
+def _library_paths(module: Any) -> tuple[str, ...]:
+    """Where a module's code lives: a package's directory, or a single module's file."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ()
+    path = os.path.abspath(path)
+    if os.path.basename(path) == "__init__.py":
+        return (os.path.dirname(path) + os.sep,)
+    return (path,)
 
 
 def _torch_describe(value: Any) -> str:

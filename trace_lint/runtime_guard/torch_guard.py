@@ -49,7 +49,7 @@ def _is_cpu(target: Any) -> bool:
 def torch_dirs() -> tuple[str, ...]:
     torch = sys.modules.get("torch")
     path = getattr(torch, "__file__", None)
-    return (os.path.dirname(os.path.abspath(path)),) if path else ()
+    return (os.path.dirname(os.path.abspath(path)) + os.sep,) if path else ()
 
 
 def push_mode(on_call: Callable[[str, tuple, dict], None]) -> Any:
