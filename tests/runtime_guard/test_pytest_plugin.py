@@ -185,6 +185,7 @@ def test_plugin_on_real_ttnn_mock_device(tmp_path):
     env = dict(os.environ)
     env.pop("TRACE_LINT_GUARD_TTNN_MODULE", None)
     env["PYTHONPATH"] = str(ROOT)
+    env["COLUMNS"] = "400"  # untruncated short summary
     proc = subprocess.run(
         [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", "--trace-guard", "-p", "no:cacheprovider", "-q",
          "test_real.py"],
