@@ -155,22 +155,26 @@ class Runtime:
             return False
 
     def _scan(self, args: tuple, kwargs: dict) -> tuple[Any, list]:
-        """The device a call works on and its tensors (with their on-device flag).
+        """The device a call works on and its tensors (with their on-device flag), in argument order.
 
-        Iterative on purpose: a recursive closure would form a reference cycle that keeps
-        the caller's tensors (and their device buffers) alive until the cyclic GC runs.
+        Plain loops, no recursive closure: a closure that refers to itself is a reference cycle
+        that would keep the caller's tensors (and their device buffers) alive until the cyclic GC.
         """
         device = None
         tensors: list = []
-        Tensor, MeshDevice = self.Tensor, self.MeshDevice
-        pending = [(value, 2) for value in args]
-        pending.extend((value, 2) for value in kwargs.values())
+        Tensor, MeshDevice, DEVICE = self.Tensor, self.MeshDevice, self.DEVICE_STORAGE
+        values = list(args)
+        if kwargs:
+            values += kwargs.values()
         index = 0
-        while index < len(pending):  # in argument order: the first device tensor names the device
-            value, depth = pending[index]
+        while index < len(values):
+            value = values[index]
             index += 1
             if isinstance(value, Tensor):
-                on = self._on_device(value)
+                try:
+                    on = value.storage_type() == DEVICE
+                except Exception:
+                    on = False
                 tensors.append((value, on))
                 if on and device is None:
                     try:
@@ -180,16 +184,17 @@ class Runtime:
             elif isinstance(value, MeshDevice):
                 if device is None:
                     device = value
-            elif depth and isinstance(value, (list, tuple)):
-                pending.extend((item, depth - 1) for item in value)
+            elif isinstance(value, (list, tuple)) and index <= len(args) + len(kwargs):
+                values += value  # one level of nesting: concat([a, b]), (x, y) pairs
         return device, tensors
 
     def _value_key(self, value: Any) -> Any:
         if isinstance(value, self.Tensor):
             try:
-                if self._on_device(value):
-                    return (repr(value.shape), value.dtype, value.layout, value.memory_config())
-                return ("host", repr(value.shape), value.dtype, value.layout)
+                # dtype and layout are enum members (singletons): id() is an exact, cheap key.
+                if value.storage_type() == self.DEVICE_STORAGE:
+                    return (repr(value.shape), id(value.dtype), id(value.layout), value.memory_config())
+                return ("host", repr(value.shape), id(value.dtype), id(value.layout))
             except Exception:
                 return "tensor"
         if value is None or isinstance(value, (bool, str)):
@@ -215,12 +220,11 @@ class Runtime:
         return f"{kind.__name__}:{value!r}"
 
     def signature(self, name: str, args: tuple, kwargs: dict) -> tuple:
-        parts: list = [name]
-        for value in args:
-            parts.append(self._value_key(value))
-        for key in sorted(kwargs):
-            if key not in api.QUEUE_KWARGS:
-                parts.append((key, self._value_key(kwargs[key])))
+        value_key = self._value_key
+        parts = [name]
+        parts += [value_key(value) for value in args]
+        if kwargs:
+            parts += [(key, value_key(kwargs[key])) for key in sorted(kwargs) if key not in api.QUEUE_KWARGS]
         return tuple(parts)
 
     def describe(self, value: Any) -> str:
@@ -384,8 +388,11 @@ class Runtime:
                     self._note_free(tensor)
         result = original(op, *args, **kwargs)
         if signature is not None:
-            with self.lock:
-                self.seen.setdefault(id(device), set()).add(signature)
+            seen = self.seen.get(id(device))
+            if seen is None:
+                with self.lock:
+                    seen = self.seen.setdefault(id(device), set())
+            seen.add(signature)
         if self.watch or (self.tracker_on and self.traces):
             self._note_outputs(name, result)
         return result
@@ -829,7 +836,8 @@ def _library_paths(module: Any) -> tuple[str, ...]:
 def _torch_describe(value: Any) -> str:
     shape = getattr(value, "shape", None)
     if shape is not None and hasattr(value, "dtype"):
-        return f"tensor[{'x'.join(str(d) for d in shape)} {str(value.dtype).replace('torch.', '')}]"
+        dims = "x".join(str(d) for d in shape) or "scalar"
+        return f"tensor[{dims} {str(value.dtype).replace('torch.', '')}]"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
