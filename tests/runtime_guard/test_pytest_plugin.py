@@ -199,3 +199,15 @@ def test_plugin_on_real_ttnn_mock_device(tmp_path):
     assert "2 captures guarded, 1 clean, 1 with violations, 0 replays" in out
     line = REAL_TTNN_TEST.splitlines().index("        x.to_numpy()") + 1
     assert f"test_real.py:{line} in test_capture_that_reads" in out
+
+
+def test_entry_point_is_declared_and_installed():
+    tomllib = pytest.importorskip("tomllib")  # 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["pytest11"] == {"trace_lint": "trace_lint.runtime_guard.pytest_plugin"}
+    from importlib.metadata import entry_points
+
+    installed = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    assert installed.get("trace_lint") == "trace_lint.runtime_guard.pytest_plugin", (
+        "the project is installed without its pytest11 entry point: reinstall it (pip install -e .)"
+    )
