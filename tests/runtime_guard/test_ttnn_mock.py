@@ -29,13 +29,14 @@ elif not CLUSTER or not os.path.exists(CLUSTER):
 pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
 
 
-def run_scenario(name: str, **env: str) -> dict:
+def run_scenario(name: str, tmp_path_factory: pytest.TempPathFactory, **env: str) -> dict:
+    workdir = tmp_path_factory.mktemp(name)  # ttnn writes generated/ files into its working directory
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     environment.update(env)
     proc = subprocess.run(
         [TTNN_PYTHON, str(HERE / "ttnn_scenarios.py"), name],
-        cwd=HERE, env=environment, capture_output=True, text=True, timeout=180,
+        cwd=workdir, env=environment, capture_output=True, text=True, timeout=180,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("TRACE_LINT_RESULT ")]
     assert proc.returncode == 0 and lines, (
@@ -57,8 +58,8 @@ def assert_stopped(outcome: dict, code: str, line: int | None = None) -> None:
     assert f"ttnn_scenarios.py:{outcome['frames'][-1][1]} in " in outcome["message"]
 
 
-def test_alias_bound_before_guard_and_read_stop_the_capture():
-    r = run_scenario("alias_and_read")
+def test_alias_bound_before_guard_and_read_stop_the_capture(tmp_path_factory):
+    r = run_scenario("alias_and_read", tmp_path_factory)
     # `from ttnn import add` bound at import time is still recorded, with its user line.
     assert r["ops"] == [["ttnn.add", r["lines"]["op"]], ["Tensor.cpu", r["lines"]["read"]]]
     assert_stopped(r["read"], "TRC102", r["lines"]["read"])
@@ -75,8 +76,8 @@ READS = ["Tensor.cpu", "Tensor.to_numpy", "Tensor.to_list", "Tensor.item", "Tens
          "f-string", "ttnn.from_device", "ttnn.to_torch", "ttnn.copy_device_to_host_tensor"]
 
 
-def test_every_device_read_raises_trc102_before_ttnn():
-    r = run_scenario("reads")
+def test_every_device_read_raises_trc102_before_ttnn(tmp_path_factory):
+    r = run_scenario("reads", tmp_path_factory)
     for name in READS:
         assert_stopped(r[name], "TRC102")
         assert r[name]["active_after"] is False, name
@@ -86,8 +87,8 @@ def test_every_device_read_raises_trc102_before_ttnn():
     assert r["host_read"]["raised"] is None  # host tensors are not device reads
 
 
-def test_host_transfers_and_syncs_raise_at_the_call():
-    r = run_scenario("transfers_and_sync")
+def test_host_transfers_and_syncs_raise_at_the_call(tmp_path_factory):
+    r = run_scenario("transfers_and_sync", tmp_path_factory)
     for name in ("ttnn.to_device", "Tensor.to", "ttnn.copy_host_to_device_tensor"):
         assert_stopped(r[name], "TRC101")
         assert r[name]["active_after"] is False
@@ -99,8 +100,8 @@ def test_host_transfers_and_syncs_raise_at_the_call():
     assert r["unguarded_sync"]["raised"] is None
 
 
-def test_program_cache_miss_is_stopped_before_the_op_runs():
-    r = run_scenario("cache_miss")
+def test_program_cache_miss_is_stopped_before_the_op_runs(tmp_path_factory):
+    r = run_scenario("cache_miss", tmp_path_factory)
     # The 64x32 add never ran before the capture; ttnn's function was set to None, so had the
     # guard let it through the scenario would have crashed with a TypeError instead.
     assert_stopped(r["miss"], "TRC404", r["line"])
@@ -110,8 +111,8 @@ def test_program_cache_miss_is_stopped_before_the_op_runs():
     assert r["ops"] == ["ttnn.add", "ttnn.add"]
 
 
-def test_creation_and_host_work_raise_at_end_and_replay_is_refused():
-    r = run_scenario("deferred_raise")
+def test_creation_and_host_work_raise_at_end_and_replay_is_refused(tmp_path_factory):
+    r = run_scenario("deferred_raise", tmp_path_factory)
     assert r["zeros"]["raised"] is None  # deferred: not at the call
     assert r["host_op"]["raised"] is None
     end = r["end"]
@@ -128,8 +129,8 @@ def test_creation_and_host_work_raise_at_end_and_replay_is_refused():
     assert r["refused"] == [1]
 
 
-def test_warn_mode_warns_at_end_and_still_refuses_replay():
-    r = run_scenario("warn_mode")
+def test_warn_mode_warns_at_end_and_still_refuses_replay(tmp_path_factory):
+    r = run_scenario("warn_mode", tmp_path_factory)
     assert r["warnings_before_end"] == 0
     assert r["end"]["raised"] is None
     assert [(w[0], w[1], w[2]) for w in r["warnings"]] == [
@@ -141,8 +142,8 @@ def test_warn_mode_warns_at_end_and_still_refuses_replay():
     assert r["execute"]["raised"] == "TraceSafetyError"
 
 
-def test_nested_begin_is_stopped_and_the_outer_capture_released():
-    r = run_scenario("nested_begin")
+def test_nested_begin_is_stopped_and_the_outer_capture_released(tmp_path_factory):
+    r = run_scenario("nested_begin", tmp_path_factory)
     assert_stopped(r["nested"], "TRC406", r["line"])
     assert r["active_after"] is False
     assert r["captures"] == 1
@@ -150,8 +151,8 @@ def test_nested_begin_is_stopped_and_the_outer_capture_released():
     assert r["unguarded_active_after"] is True
 
 
-def test_capture_left_open_is_reported_ended_and_patches_restored():
-    r = run_scenario("left_open")
+def test_capture_left_open_is_reported_ended_and_patches_restored(tmp_path_factory):
+    r = run_scenario("left_open", tmp_path_factory)
     assert_stopped(r["normal"], "TRC401", r["line"])
     assert r["active_after"] is False
     assert r["exception"]["type"] == "KeyError"  # the user's error is not replaced
@@ -160,8 +161,8 @@ def test_capture_left_open_is_reported_ended_and_patches_restored():
     assert r["restored"] and all(r["restored"].values()), r["restored"]
 
 
-def test_stale_and_freed_inputs_are_refused_at_execute():
-    r = run_scenario("stale_inputs")
+def test_stale_and_freed_inputs_are_refused_at_execute(tmp_path_factory):
+    r = run_scenario("stale_inputs", tmp_path_factory)
     assert r["clean"]["raised"] is None
     assert r["executed"] == [0]  # only the clean trace reached (the recording) execute_trace
     assert r["reused_same_address"] is True
@@ -173,8 +174,8 @@ def test_stale_and_freed_inputs_are_refused_at_execute():
     assert r["executions"] == [1, 0, 0, 0]
 
 
-def test_allocation_tracker_findings_become_trc408_with_the_user_line():
-    r = run_scenario("alloc_tracker", TT_METAL_TRACE_ALLOC_TRACKING="1")
+def test_allocation_tracker_findings_become_trc408_with_the_user_line(tmp_path_factory):
+    r = run_scenario("alloc_tracker", tmp_path_factory, TT_METAL_TRACE_ALLOC_TRACKING="1")
     assert r["tracking"] is True
     assert_stopped(r["execute"], "TRC408", r["line"])
     assert "ttnn's allocation tracker said:" in r["execute"]["message"]
@@ -182,15 +183,15 @@ def test_allocation_tracker_findings_become_trc408_with_the_user_line():
     assert r["violations"] == ["TRC408"]
 
 
-def test_device_work_is_identical_with_and_without_the_guard():
-    r = run_scenario("same_device_work")
+def test_device_work_is_identical_with_and_without_the_guard(tmp_path_factory):
+    r = run_scenario("same_device_work", tmp_path_factory)
     assert r["guarded"] == r["unguarded"]
     assert [step[0] for step in r["guarded"]] == ["add", "matmul", "relu_out", "dealloc", "rebind", "empty_trace"]
     assert r["guarded_values"] == r["unguarded_values"]
 
 
-def test_reentrant_guards_and_threads_restore_every_patch():
-    r = run_scenario("reentrant_threads")
+def test_reentrant_guards_and_threads_restore_every_patch(tmp_path_factory):
+    r = run_scenario("reentrant_threads", tmp_path_factory)
     assert r["inner_is_patched"] and r["still_patched_in_outer"] and r["patched_while_g1"]
     assert r["restored"] is True
     assert r["errors"] == []
