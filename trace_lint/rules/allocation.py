@@ -9,6 +9,7 @@ import libcst as cst
 from ..analyzer.dataflow import accesses, chain_key
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes
 from ._common import keyword
+from ._torch import host_creation
 from .base import Invalid, Rule, Valid
 
 
@@ -69,6 +70,10 @@ class TensorCreation(Rule):
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.creators:
             self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
+        elif self.context.torch_api_applies:
+            created = host_creation(self.context, node)
+            if created is not None:
+                self.report(node, f"`{created}` creates a host tensor inside a capture; the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing")
 
 
 def _region_reads_and_binds(region: Region):

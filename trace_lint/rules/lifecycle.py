@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ..analyzer.cuda_graphs import is_graph_end
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
@@ -33,7 +34,7 @@ def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool
     project = rule.analysis.project
     for node in _iter_nodes(block):
         if isinstance(node, cst.Call):
-            if node is region.end:
+            if node is region.end or is_graph_end(region, node):
                 return True
             name = project.qualified_name(node.func, region.module, region.function)
             if name in rule.analysis.tables.ttnn.capture_end:
@@ -125,8 +126,8 @@ class CaptureLeftOpen(Rule):
     ]
 
     def check_region(self, region: Region) -> None:
-        if region.end is None:
-            return  # ended in another function: nothing to judge here
+        if region.end is None or region.kind == "cuda-graph":
+            return  # ended in another function, or a `with` block, which always closes
         path = path_to(region.function.node.body, region.begin)
         line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
         if line_index is not None and line_index > 0:

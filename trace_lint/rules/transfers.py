@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ._common import in_control_flow_test, is_none, is_read_method_call, keyword, reads_to_host
+from ._torch import device_to_host, host_to_device, sync_call
 from .base import Invalid, Rule, Valid
 
 
@@ -84,6 +85,11 @@ class HostToDeviceWrite(_TransferRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.context.torch_api_applies:
+            what = host_to_device(self.context, node)
+            if what is not None:
+                self.report(node, f"{what} writes host data to the device inside a capture; make the static input before capturing and `copy_` new data into it before `replay()`")
+                return
         name = self.context.qualified_name(node.func)
         if name is None:
             return
@@ -185,6 +191,10 @@ class DeviceToHostRead(_TransferRule):
             self.report(node, f"`.{method}()` reads the device tensor back to the host inside a capture")
         elif name in context.tables.python.formatting and any(context.is_device_value(a.value) for a in node.args):
             self.report(node, f"`{name}()` of a device tensor reads it back to the host inside a capture")
+        elif context.torch_api_applies:
+            what = device_to_host(context, node)
+            if what is not None:
+                self.report(node, f"{what} reads the device tensor back to the host inside a capture")
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if in_control_flow_test(self.context, node):
@@ -249,6 +259,10 @@ class SyncInCapture(_TransferRule):
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.syncs:
             self.report(node, f"`{name}` synchronizes the host inside a capture; the trace cannot record it")
+        elif self.context.torch_api_applies:
+            what = sync_call(self.context, node)
+            if what is not None:
+                self.report(node, f"{what} waits on the GPU inside a capture; a CUDA graph cannot record it and the capture fails")
 
 
 RULES = [HostToDeviceWrite, DeviceToHostRead, SyncInCapture]
