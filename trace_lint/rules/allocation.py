@@ -49,7 +49,24 @@ class TensorCreation(Rule):
                 return y
             """,
             lines=(5,),
-        )
+        ),
+        Invalid(
+            """
+            import numpy as np
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    scale = torch.full((1,), 0.5)
+                    idx = torch.arange(8, device="cpu")
+                    table = torch.from_numpy(np.ones(8))
+                    out = model(static_in, scale, idx, table)
+                return graph, out
+            """,
+            lines=(8, 9, 10),
+        ),
     ]
     VALID = [
         Valid(
@@ -63,7 +80,21 @@ class TensorCreation(Rule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y, bias
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = model(static_in)
+                    scratch = torch.zeros(8, device="cuda")  # from the graph's private pool
+                    like = torch.empty_like(out)  # on `out`'s device
+                return graph, out, scratch, like
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

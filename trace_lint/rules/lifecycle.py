@@ -106,7 +106,21 @@ class CaptureLeftOpen(Rule):
                 return tid, out
             """,
             lines=(4,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                graph.capture_begin()
+                out = model(static_in)
+                graph.capture_end()
+                return graph, out
+            """,
+            lines=(6,),
+        ),
     ]
     VALID = [
         Valid(
@@ -122,7 +136,24 @@ class CaptureLeftOpen(Rule):
                     ttnn.end_trace_capture(device, tid, cq_id=0)
                 return tid, out
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                graph.capture_begin()
+                try:
+                    out = model(static_in)
+                finally:
+                    graph.capture_end()
+                with torch.cuda.graph(graph):  # a `with` always ends the capture
+                    again = model(static_in)
+                return graph, out, again
+            """
+        ),
     ]
 
     def check_region(self, region: Region) -> None:
@@ -299,7 +330,19 @@ class MissingWarmUp(Rule):
                 return tid, out
             """,
             lines=(4,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                return graph, static_out
+            """,
+            lines=(5,),
+        ),
     ]
     VALID = [
         Valid(
@@ -331,6 +374,26 @@ class MissingWarmUp(Rule):
             def main(device, model, x):
                 model(x)  # warm-up one frame up
                 return capture(device, model, x)
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        model(static_in)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                return graph, static_out
+
+            def graphed(model, sample):
+                return torch.cuda.make_graphed_callables(model, (sample,))  # warms up itself
             """
         ),
     ]

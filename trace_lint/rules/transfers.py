@@ -58,6 +58,21 @@ class HostToDeviceWrite(_TransferRule):
             """,
             lines=(5,),
         ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in, positions):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    pos = torch.tensor(positions, device="cuda")
+                    bias = torch.zeros(8).to("cuda:0")
+                    out = model(static_in, pos, bias)
+                return graph, out
+            """,
+            lines=(7, 8),
+        ),
     ]
     VALID = [
         Valid(
@@ -80,6 +95,19 @@ class HostToDeviceWrite(_TransferRule):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
                 host = ttnn.from_torch(host_input)  # no device: stays on the host (TRC301 only)
                 ttnn.end_trace_capture(device, tid, cq_id=0)
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, positions, x):
+                static_pos = torch.tensor(positions, device="cuda")
+                model(static_pos, x.cuda())
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = model(static_pos, x.cuda())  # x's device is unknown: not reported
+                return graph, out, static_pos
             """
         ),
     ]
@@ -151,6 +179,23 @@ class DeviceToHostRead(_TransferRule):
             """,
             lines=(5,),
         ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    logits = model(static_in)
+                    best = logits.argmax().item()
+                    probs = torch.softmax(logits, -1)
+                    host = probs.to("cpu")
+                    print(probs)
+                return graph, best, host
+            """,
+            lines=(8, 10, 11),
+        ),
     ]
     VALID = [
         Valid(
@@ -175,6 +220,20 @@ class DeviceToHostRead(_TransferRule):
                 print("shape", y.shape)  # metadata lives on the host
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                    table = torch.arange(4).tolist()  # a host tensor: nothing to read back (TRC301)
+                graph.replay()
+                return static_out.to("cpu"), table
             """
         ),
     ]
@@ -237,7 +296,28 @@ class SyncInCapture(_TransferRule):
                 return y
             """,
             lines=(6,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, model):
+                    self.model = model
+                    self.done = torch.cuda.Event()
+
+                def capture(self, static_in):
+                    self.model(static_in)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        out = self.model(static_in)
+                        torch.cuda.synchronize()
+                        self.done.query()
+                        torch.cuda.current_stream().synchronize()
+                    return graph, out
+            """,
+            lines=(13, 14, 15),
+        ),
     ]
     VALID = [
         Valid(
@@ -252,7 +332,27 @@ class SyncInCapture(_TransferRule):
                 ttnn.synchronize_device(device)
                 return y
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        model(static_in)  # warm-up on a side stream
+                torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                graph.replay()
+                torch.cuda.current_stream().synchronize()
+                return static_out
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
