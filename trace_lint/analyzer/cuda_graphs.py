@@ -198,7 +198,7 @@ class GraphedCallables:
         api = tables().torch
         found = []
         for call, function in module.iter_calls():
-            if function is None or self.project.qualified_name(call.func, module, function) not in api.graphed_callables:
+            if self.project.qualified_name(call.func, module, function) not in api.graphed_callables:
                 continue
             positional, keywords = call_arguments(call)
             argument = keywords.get("callables", positional[0] if positional else None)
@@ -206,31 +206,31 @@ class GraphedCallables:
                 continue
             elements = [e.value for e in argument.elements] if isinstance(argument, (cst.Tuple, cst.List)) else [argument]
             for element in elements:
-                target = self._target(element, function, 0)
+                target = self._target(element, module, function, 0)
                 if target is not None:
                     found.append((call, target))
         return found
 
-    def _target(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int) -> Optional[FunctionInfo]:
+    def _target(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo], depth: int) -> Optional[FunctionInfo]:
         if depth > 8:
             return None
         expr = _strip_passthrough(expr)
         if isinstance(expr, cst.Call):
-            cls = self.resolver.class_of(expr.func, function.module, function)
+            cls = self.resolver.class_of(expr.func, module, function)
             return self._forward(cls) if cls is not None else None
         if isinstance(expr, cst.Name):
-            bindings = _single_bindings(function)
+            bindings = _single_bindings(function) if function is not None else _module_bindings(module)
             if expr.value in bindings:
                 value = bindings[expr.value]
-                return self._target(value, function, depth + 1) if value is not None else None
+                return self._target(value, module, function, depth + 1) if value is not None else None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             definition = None
-            name = self.project.qualified_name(expr, function.module, function)
+            name = self.project.qualified_name(expr, module, function)
             if name is not None:
                 definition = self.project.lookup(name)
             if isinstance(definition, FunctionInfo):
                 return definition
-            if isinstance(definition, ClassInfo):
+            if isinstance(definition, ClassInfo) or function is None:
                 return None  # the class itself is not a callable to graph
             if isinstance(expr, cst.Attribute) and _on_self(expr, function):
                 attribute_cls = self.resolver.attribute_class(function.cls, expr.attr.value)  # type: ignore[arg-type]
@@ -245,6 +245,28 @@ class GraphedCallables:
     def _forward(self, cls: ClassInfo) -> Optional[FunctionInfo]:
         # A module is graphed through its forward; a plain callable object through __call__.
         return self.resolver.method(cls, "forward") or self.resolver.method(cls, "__call__")
+
+
+def _module_bindings(module: ModuleInfo) -> dict[str, Optional[cst.BaseExpression]]:
+    """Module-level name -> the value of its only top-level `=` binding."""
+    cached = getattr(module, "_single_bindings", None)
+    if cached is not None:
+        return cached
+    seen: dict[str, Optional[cst.BaseExpression]] = {}
+    for statement in module.tree.body if module.tree is not None else ():
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    for name in _flat_names(target.target):
+                        single = isinstance(target.target, cst.Name) and len(small.targets) == 1
+                        seen[name] = small.value if single and name not in seen else None
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                for name in _flat_names(small.target):
+                    seen[name] = None
+    module._single_bindings = seen  # type: ignore[attr-defined]
+    return seen
 
 
 def _on_self(expr: cst.Attribute, function: FunctionInfo) -> bool:

@@ -285,19 +285,24 @@ class TorchFacts:
             elif isinstance(node, cst.AsName):
                 for name in _names_in_target(node.name):
                     by_name.setdefault(name, []).append(None)
+        candidates = {name: values for name, values in by_name.items() if all(v is not None for v in values)}
+        # Guess each name's kind from the bindings known without it, then keep only guesses that
+        # every binding confirms, so `y = y * 0.5` after `y = torch.relu(x)` stays a device tensor.
         known: dict[str, str] = {}
+        for name, values in candidates.items():
+            kinds = {self._kind_of(v) for v in values} - {None}  # type: ignore[arg-type]
+            if len(kinds) == 1:
+                known[name] = kinds.pop()
         for _ in range(8):
             self._names = known
-            grown: dict[str, str] = {}
-            for name, values in by_name.items():
-                if any(v is None for v in values):
-                    continue
+            kept: dict[str, str] = {}
+            for name, values in candidates.items():
                 kinds = {self._kind_of(v) for v in values}  # type: ignore[arg-type]
                 if len(kinds) == 1 and None not in kinds:
-                    grown[name] = kinds.pop()  # type: ignore[assignment]
-            if grown == known:
+                    kept[name] = kinds.pop()  # type: ignore[assignment]
+            if kept == known:
                 break
-            known = grown
+            known = kept
         self._names = known
         return self._names
 
