@@ -18,7 +18,10 @@ class TensorCreation(Rule):
     ## What it does
     Flags tensor creation in captured code: `ttnn.zeros/ones/full/empty/rand/arange` and
     their `_like` forms, `ttnn.from_torch`, `ttnn.as_tensor`, `ttnn.allocate_tensor_on_device`
-    and `ttnn.Tensor(...)`.
+    and `ttnn.Tensor(...)`. In CUDA graphs: torch creation functions (`torch.zeros`,
+    `torch.arange`, `torch.randn`, `torch.from_numpy`, ...) that make a host tensor (no
+    device, or `device="cpu"`). Device allocations are fine in a CUDA graph: they come from
+    the graph's private memory pool.
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ttnn.zeros(...)`)
     run during the warm-up and are not reported.

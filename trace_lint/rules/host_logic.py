@@ -18,7 +18,8 @@ class ConditionalInRegion(_HostLogicRule):
     """
     ## What it does
     Flags a Python conditional written lexically between `begin_trace_capture` and
-    `end_trace_capture`: `if`/`elif`, `while`, a ternary, `match` and `assert`.
+    `end_trace_capture` (or `capture_begin()` and `capture_end()`, or in the body of
+    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary, `match` and `assert`.
 
     ## Why is this bad?
     The condition is evaluated once, at capture. Replay runs the device commands of the
@@ -132,7 +133,9 @@ class BranchOnDeviceValue(_HostLogicRule):
     ## What it does
     Flags control flow on a device tensor's value anywhere in captured code:
     `if ttnn.max(y) > t:`, `while t.sum() > 0:`, `assert ttnn.to_torch(x).all()`.
-    Shapes, dtypes and layouts are host metadata and are fine to branch on.
+    Shapes, dtypes and layouts are host metadata and are fine to branch on. In CUDA graphs,
+    the result of a torch op (`torch.any(torch.isnan(y))`, `torch.relu(x).sum()`) counts as a
+    device value; a tensor of unknown origin (a parameter, a module's output) does not.
 
     ## Why is this bad?
     Testing a device value reads it back to the host (not supported during a capture), and

@@ -81,7 +81,9 @@ class CaptureLeftOpen(Rule):
     Flags a `begin_trace_capture` that an exception can leave open: the matching
     `end_trace_capture` is neither in a `finally` nor in an `except` handler catching
     `Exception` (or broader) of a `try` that starts right after the begin. Simple
-    assignments without calls between the begin and the `try` are allowed.
+    assignments without calls between the begin and the `try` are allowed. The same holds
+    for `g.capture_begin()` and `g.capture_end()` of a `torch.cuda.CUDAGraph`; a
+    `with torch.cuda.graph(g):` block always ends its capture and is never reported.
 
     ## Why is this bad?
     A failed capture stays open on the device. Every following ttnn call is then recorded
@@ -303,12 +305,16 @@ class MissingWarmUp(Rule):
     another path of it (the "first call eager, second call captured" pattern), nor in a
     project function that calls the capturing function. A call matches by its resolved
     target or by the same expression, with the capturing function's parameters replaced by
-    the caller's arguments.
+    the caller's arguments. For `with torch.cuda.graph(g):` it is reported on the `with`
+    item; callables given to `torch.cuda.make_graphed_callables` warm up themselves.
 
     ## Why is this bad?
     The first run of an op compiles its program and writes it to the device. Inside a
     capture that fails on hardware with "Cannot load new binaries during trace capture ...
-    Warm up before capturing a trace." Run the same work once, uncaptured, first.
+    Warm up before capturing a trace." In a CUDA graph the first run does one-time setup
+    (library handles, kernel selection, allocator growth) that must not be recorded; torch
+    asks for a few warm-up iterations on a side stream. Run the same work once, uncaptured,
+    first.
     """
 
     code = "TRC404"
@@ -501,7 +507,11 @@ class MissingWarmUp(Rule):
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; call it once before `begin_trace_capture` to compile its programs", module=region.module)
+            if region.kind == "ttnn":
+                advice = "call it once before `begin_trace_capture` to compile its programs"
+            else:
+                advice = "run it a few times (on a side stream) before capturing the CUDA graph"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {advice}", module=region.module)
 
 
 def _is_static(function: FunctionInfo) -> bool:

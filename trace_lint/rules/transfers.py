@@ -18,6 +18,9 @@ class HostToDeviceWrite(_TransferRule):
     ## What it does
     Flags host-to-device writes in captured code: `ttnn.from_torch(..., device=...)`,
     `ttnn.as_tensor(..., device=...)`, `ttnn.to_device` and `ttnn.copy_host_to_device_tensor`.
+    In CUDA graphs: `torch.tensor(data, device="cuda")`, and `.cuda()` / `.to("cuda")` of a
+    tensor known to be on the host (made by a torch creation call without a device). A
+    receiver whose device is unknown is not reported.
 
     ## Why is this bad?
     A trace records device commands only. On hardware a write inside a capture fails with
@@ -135,7 +138,8 @@ class DeviceToHostRead(_TransferRule):
     ## What it does
     Flags device-to-host reads in captured code: `ttnn.to_torch`, `ttnn.from_device`,
     `ttnn.copy_device_to_host_tensor`, the tensor methods `.cpu()`, `.to_torch()`, `.item()`,
-    `.tolist()`, `.numpy()`, and `str`/`repr`/`print`/f-strings of a device tensor.
+    `.tolist()`, `.numpy()`, and `str`/`repr`/`print`/f-strings of a device tensor. In CUDA
+    graphs also `.to("cpu")`, and printing the result of a torch op.
 
     A read that is the condition of an `if` or `while` is reported as TRC202 instead.
 
@@ -268,14 +272,17 @@ class SyncInCapture(_TransferRule):
     """
     ## What it does
     Flags synchronization and events in captured code: `ttnn.synchronize_device`,
-    `ttnn.event_synchronize`, `ttnn.record_event` and `ttnn.wait_for_event`.
+    `ttnn.event_synchronize`, `ttnn.record_event` and `ttnn.wait_for_event`. In CUDA graphs:
+    `torch.cuda.synchronize()` and `.synchronize()` / `.query()` of a stream or event
+    (`torch.cuda.current_stream().synchronize()`, a local `torch.cuda.Event()`).
 
     ## Why is this bad?
     A trace replays device commands only; host-side waits are not recorded. On hardware,
     event synchronization inside a capture fails with "Event Synchronization is not
-    supported during trace capture."
+    supported during trace capture." A CUDA-graph capture fails the same way ("operation not
+    permitted when stream is capturing").
 
-    Synchronize before `begin_trace_capture` or after `execute_trace`.
+    Synchronize before `begin_trace_capture` or after `execute_trace` (`graph.replay()`).
     """
 
     code = "TRC103"
