@@ -331,3 +331,18 @@ def test_branch_on_torch_value_only_in_cuda_graph_captures(lint):
             return check(x)
         """), select=("TRC202",))
     assert codes(findings) == [(6, "TRC202")]
+
+
+def test_tensor_methods_on_self_are_not_work_to_warm_up(lint):
+    findings = lint(src("""
+        import torch
+
+        class Runner:
+            def capture(self):
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.static_out.copy_(self.model(self.static_in))
+                    self.decoder.forward(self.static_out)
+        """), select=("TRC404",))
+    # `self.model(...)` and `self.decoder.forward(...)` are user work never run before the capture.
+    assert [(f.location.row, f.code, f.message.split("`")[1]) for f in findings] == [(6, "TRC404", "self.model(...)")]

@@ -423,6 +423,8 @@ class MissingWarmUp(Rule):
                 if not self._bound_to_library(func.value, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
+                if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.torch.tensor_methods:
+                    continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
 
