@@ -89,7 +89,8 @@ class RuleContext:
     def is_device_value(self, expr: cst.BaseExpression) -> bool:
         if self.tensors.is_device_value(expr):
             return True
-        return self.torch_api_applies and self.torch.is_device(expr)
+        # Torch op results count as device tensors only where the capture is a CUDA graph.
+        return self.in_cuda_graph and self.torch.is_device(expr)
 
 
 def is_first_use_cache(node: cst.If, module: ModuleInfo) -> bool:

@@ -36,7 +36,7 @@ class TensorCreation(Rule):
     code = "TRC301"
     name = "tensor-creation-in-capture"
     summary = "Tensor creation in captured code"
-    help = "preallocate the tensor before `begin_trace_capture`"
+    help = "preallocate the tensor (on the device) before the capture begins"
     silent_in_first_use_cache = True
 
     INVALID = [

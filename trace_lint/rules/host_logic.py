@@ -146,7 +146,7 @@ class BranchOnDeviceValue(_HostLogicRule):
     code = "TRC202"
     name = "branch-on-device-value"
     summary = "Control flow on a device tensor's value in captured code"
-    help = "compute both outcomes on the device and select with `ttnn.where`"
+    help = "compute both outcomes on the device and select with `ttnn.where` / `torch.where`"
 
     INVALID = [
         Invalid(

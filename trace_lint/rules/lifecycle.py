@@ -94,7 +94,7 @@ class CaptureLeftOpen(Rule):
     code = "TRC401"
     name = "capture-left-open"
     summary = "Capture that an exception can leave open"
-    help = "wrap the captured work in `try:` ... `finally: ttnn.end_trace_capture(...)`"
+    help = "wrap the captured work in `try:` ... `finally:` that ends the capture (`ttnn.end_trace_capture`, `g.capture_end()`)"
 
     INVALID = [
         Invalid(
@@ -320,7 +320,7 @@ class MissingWarmUp(Rule):
     code = "TRC404"
     name = "capture-without-warm-up"
     summary = "Capture of work that never ran before (no warm-up)"
-    help = "run the same work once before `begin_trace_capture`"
+    help = "run the same work once before the capture begins"
 
     INVALID = [
         Invalid(

@@ -34,7 +34,7 @@ class HostToDeviceWrite(_TransferRule):
     code = "TRC101"
     name = "host-to-device-in-capture"
     summary = "Host-to-device write in captured code"
-    help = "create inputs before the capture and copy new data into them before `execute_trace`"
+    help = "create inputs before the capture and copy new data into them before `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(
@@ -154,7 +154,7 @@ class DeviceToHostRead(_TransferRule):
     code = "TRC102"
     name = "device-to-host-in-capture"
     summary = "Device-to-host read in captured code"
-    help = "read outputs after `execute_trace`, outside the capture"
+    help = "read outputs after `execute_trace` / `graph.replay()`, outside the capture"
 
     INVALID = [
         Invalid(
@@ -254,7 +254,7 @@ class DeviceToHostRead(_TransferRule):
             self.report(node, f"`.{method}()` reads the device tensor back to the host inside a capture")
         elif name in context.tables.python.formatting and any(context.is_device_value(a.value) for a in node.args):
             self.report(node, f"`{name}()` of a device tensor reads it back to the host inside a capture")
-        elif context.torch_api_applies:
+        elif context.in_cuda_graph:
             what = device_to_host(context, node)
             if what is not None:
                 self.report(node, f"{what} reads the device tensor back to the host inside a capture")
@@ -288,7 +288,7 @@ class SyncInCapture(_TransferRule):
     code = "TRC103"
     name = "sync-in-capture"
     summary = "Synchronization or event in captured code"
-    help = "synchronize before `begin_trace_capture` or after `execute_trace`"
+    help = "synchronize before the capture begins or after `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(
