@@ -35,90 +35,70 @@ def chain_key(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-class _AccessCollector(cst.CSTVisitor):
-    def __init__(self, function: FunctionInfo):
-        super().__init__()
-        self.function = function
-        self.module = function.module
-        self.accesses: list[Access] = []
-        self._targets: set[int] = set()
-        self._statement: list[cst.CSTNode] = []
+_STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
 
-    def _add(self, node: cst.CSTNode, kind: str) -> None:
-        key = chain_key(node)  # type: ignore[arg-type]
-        if key is not None:
-            statement = self._statement[-1] if self._statement else None
-            self.accesses.append(Access(key, node, self.module.start(node), kind, statement))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.function.node:
-            return False
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            self._statement.append(node)
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)) and self._statement and self._statement[-1] is original_node:
-            self._statement.pop()
-        super().on_leave(original_node)
-
-    def _bind_target(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value)
-        elif chain_key(target) is not None:
-            self._add(target, "bind")
-            self._targets.add(id(target))
-            if isinstance(target, cst.Attribute):
-                self._targets.add(id(target.attr))
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._bind_target(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind_target(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._add(node.target, "read")
-        self._bind_target(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_target(node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind_target(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._bind_target(node.name)  # type: ignore[arg-type]
-        self._targets.add(id(node.name))
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind_target(node.target)
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None:
-            self._targets.add(id(node.keyword))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._targets.add(id(node.attr))
-        if id(node) not in self._targets:
-            self._add(node, "read")
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._targets:
-            self._add(node, "read")
+def _bound_targets(target: cst.BaseExpression, out: list[cst.BaseExpression]) -> None:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _bound_targets(element.value, out)
+    elif isinstance(target, cst.StarredElement):
+        _bound_targets(target.value, out)
+    elif chain_key(target) is not None:
+        out.append(target)
 
 
 def accesses(function: FunctionInfo) -> list[Access]:
+    """Every read and binding in the function body, in source order (parameters first)."""
     cached = getattr(function, "_accesses", None)
-    if cached is None:
-        collector = _AccessCollector(function)
-        function.node.body.visit(collector)
-        start = function.module.start(function.node.body)
-        params = [Access(p, function.node, (start[0] - 1, 0), "bind", None) for p in function.params]
-        cached = params + collector.accesses
-        function._accesses = cached  # type: ignore[attr-defined]
-    return cached
+    if cached is not None:
+        return cached
+    module = function.module
+    nodes = function.nodes
+    # Bindings first, so the names and attributes they bind are not also counted as reads.
+    binds: dict[int, cst.BaseExpression] = {}
+    not_reads: set[int] = set()
+    augmented: set[int] = set()
+    for node in nodes:
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.AssignTarget):
+            _bound_targets(node.target, targets)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            _bound_targets(node.target, targets)
+        elif isinstance(node, cst.AugAssign):
+            _bound_targets(node.target, targets)
+            augmented.update(id(t) for t in targets)
+        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
+            _bound_targets(node.target, targets)
+        elif isinstance(node, cst.AsName) and isinstance(node.name, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
+            _bound_targets(node.name, targets)
+        elif isinstance(node, cst.Attribute):
+            not_reads.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            not_reads.add(id(node.keyword))
+        for target in targets:
+            binds[id(target)] = target
+    out: list[Access] = []
+    start = module.start(function.node.body)
+    out.extend(Access(p, function.node, (start[0] - 1, 0), "bind", None) for p in function.params)
+
+    def statement_of(node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        for ancestor in reversed(module.ancestors(node, stop=function.node)):
+            if isinstance(ancestor, _STATEMENT):
+                return ancestor
+        return None
+
+    for node in nodes:
+        if not isinstance(node, (cst.Name, cst.Attribute)) or id(node) in not_reads:
+            continue
+        key = chain_key(node)
+        if key is None:
+            continue
+        if id(node) in binds:
+            if id(node) in augmented:
+                out.append(Access(key, node, module.start(node), "read", statement_of(node)))
+            out.append(Access(key, node, module.start(node), "bind", statement_of(node)))
+        else:
+            out.append(Access(key, node, module.start(node), "read", statement_of(node)))
+    function._accesses = out  # type: ignore[attr-defined]
+    return out

@@ -65,7 +65,8 @@ class RuleContext:
         self.region = region
         self.lexical = region is not None
         self.in_first_use_cache = False
-        self.ancestors: list[cst.CSTNode] = []
+        # The node being visited; rules read its ancestors.
+        self.node: Optional[cst.CSTNode] = None
         self.tensors = engine.tensor_facts(module, function)
         self.tables = tables()
         # Which captures this unit runs in (a function can be reached from several).
@@ -75,6 +76,13 @@ class RuleContext:
         # The torch names of TRC1-TRC3 apply in CUDA graphs and in declared captures (framework unknown).
         self.torch_api_applies = self.in_cuda_graph or "declared" in self.capture_kinds
         self._torch: Optional[TorchFacts] = None
+
+    @property
+    def ancestors(self) -> list[cst.CSTNode]:
+        """Ancestors of the node being visited, outermost first, inside its function."""
+        if self.node is None:
+            return []
+        return self.module.ancestors(self.node, stop=self.function.node if self.function else None)
 
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
         return self.project.qualified_name(expr, self.module, self.function)
@@ -134,59 +142,44 @@ def _small_statements(body: cst.BaseSuite):
             stack.extend(node.children)
 
 
-class _UnitWalker(cst.CSTVisitor):
-    """Walks one unit of captured code and dispatches its nodes to the rules."""
+def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[int, bool]:
+    """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
+    test and body are; its `else`/`elif` runs at capture."""
+    flags: dict[int, bool] = {}
+    parents = module.parents
+    cache_ifs: dict[int, bool] = {}
+    for node in nodes:
+        parent = parents.get(id(node))
+        inherited = flags.get(id(parent), False) if parent is not None else False
+        if type(parent) is cst.If and cache_ifs.get(id(parent)) and node is parent.orelse:
+            grand = parents.get(id(parent))
+            inherited = flags.get(id(grand), False) if grand is not None else False
+        if type(node) is cst.If:
+            cache_ifs[id(node)] = is_first_use_cache(node, module)
+            flags[id(node)] = inherited or cache_ifs[id(node)]
+        else:
+            flags[id(node)] = inherited
+    return flags
 
-    def __init__(self, context: RuleContext, rules: Sequence[tuple[Rule, dict]], root: cst.CSTNode, on_call=None):
-        super().__init__()
-        self.context = context
-        self.rules = rules
-        self.root = root
-        self.region = context.region
-        self.module = context.module
-        self.on_call = on_call
-        # The first-use-cache flag in force before each open node, restored on leaving it.
-        self._saved_flags: list[bool] = []
-        self._flag_before_cache_if: dict[int, bool] = {}
 
-    def _enter_flag(self, node: cst.CSTNode) -> None:
-        context = self.context
-        self._saved_flags.append(context.in_first_use_cache)
-        parent = context.ancestors[-1] if context.ancestors else None
-        if isinstance(parent, cst.If) and id(parent) in self._flag_before_cache_if and node is parent.orelse:
-            # The else/elif of a cache block runs at capture.
-            context.in_first_use_cache = self._flag_before_cache_if[id(parent)]
-        elif isinstance(node, cst.If) and is_first_use_cache(node, self.module):
-            self._flag_before_cache_if[id(node)] = context.in_first_use_cache
-            context.in_first_use_cache = True
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self._enter_flag(node)
-        self.context.ancestors.append(node)
-        if node is not self.root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False
-        region = self.region
-        inside = True
-        if region is not None:
-            start, end = self.module.start(node), self.module.end(node)
-            if end <= region.start or start >= region.stop:
-                return False  # wholly outside the region
-            inside = region.contains(node)
-        if inside:
-            self.context.ancestors.pop()  # rules see ancestors, not the node itself
-            for rule, visitors in self.rules:
-                method = visitors.get(type(node))
-                if method is not None:
-                    rule.context = self.context
-                    method(rule, node)
-            self.context.ancestors.append(node)
-            if self.on_call is not None and isinstance(node, cst.Call) and not self.context.in_first_use_cache:
-                self.on_call(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.context.ancestors.pop()
-        self.context.in_first_use_cache = self._saved_flags.pop()
+def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_call=None) -> None:
+    """Dispatch every node of one unit of captured code to the rules, in source order."""
+    function, region, module = context.function, context.region, context.module
+    nodes = function.nodes if function is not None else module.nodes
+    flags = first_use_flags(module, nodes)
+    for node in nodes:
+        if region is not None and not region.contains(node):
+            continue
+        context.node = node
+        context.in_first_use_cache = flags[id(node)]
+        for rule, visitors in rules:
+            method = visitors.get(type(node))
+            if method is not None:
+                rule.context = context
+                method(rule, node)
+        if on_call is not None and type(node) is cst.Call and not context.in_first_use_cache:
+            on_call(node)
+    context.node = None
 
 
 class Engine:
@@ -382,13 +375,11 @@ class Engine:
         context = RuleContext(self, region.module, region.function, region)
         root_id = region.root_id  # type: ignore[attr-defined]
         chain = [self.roots[root_id].related]
-        walker = _UnitWalker(
+        walk_unit(
             context,
             [(r, v) for r, v in self._visitors if r.sees_lexical],
-            region.function.node,
             on_call=lambda call: self._edge(region.function, call, root_id, chain),
         )
-        region.function.node.body.visit(walker)
 
     def _propagate(self) -> None:
         """Breadth-first over calls from captured functions; each function is walked once here."""
@@ -410,9 +401,8 @@ class Engine:
         if cached is None:
             calls: list[cst.Call] = []
             context = RuleContext(self, function.module, function, None)
-            walker = _UnitWalker(context, [], function.node, on_call=calls.append)
             try:
-                function.node.body.visit(walker)
+                walk_unit(context, [], on_call=calls.append)
             except RecursionError:
                 self.internal_errors.append(f"{function.module.display_path}: code nested too deeply to analyse; skipped")
             cached = calls
@@ -421,8 +411,7 @@ class Engine:
 
     def _visit_function(self, function: FunctionInfo) -> None:
         context = RuleContext(self, function.module, function, None)
-        walker = _UnitWalker(context, [(r, v) for r, v in self._visitors if r.sees_work], function.node)
-        function.node.body.visit(walker)
+        walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work])
 
 
 def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -49,6 +49,9 @@ class FunctionInfo:
     # Declared with `# trace-lint: captured` on its def line.
     declared_captured: bool = False
     nested: dict[str, "FunctionInfo"] = field(default_factory=dict)
+    # Every node of the body in source order, not entering nested defs, classes or lambdas
+    # (the nested def, class or lambda node itself is included). Built in the parse pass.
+    nodes: list[cst.CSTNode] = field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -84,6 +87,9 @@ class ModuleInfo:
         self.classes: dict[str, ClassInfo] = {}
         self.top_level: dict[str, Definition] = {}
         self.function_by_node: dict[int, FunctionInfo] = {}
+        # Parent of every node (by id), and the nodes of module-level code in source order.
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.nodes: list[cst.CSTNode] = []
         # Module-level names bound to mutable values (containers) and all module-level names.
         self.globals: set[str] = set()
 
@@ -161,30 +167,31 @@ class ModuleInfo:
     def function_for(self, node: cst.FunctionDef) -> Optional[FunctionInfo]:
         return self.function_by_node.get(id(node))
 
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode, stop: Optional[cst.CSTNode] = None) -> list[cst.CSTNode]:
+        """Ancestors of a node, outermost first, up to (not including) `stop`."""
+        chain = []
+        current = self.parents.get(id(node))
+        while current is not None and current is not stop:
+            chain.append(current)
+            current = self.parents.get(id(current))
+        chain.reverse()
+        return chain
+
     def iter_calls(self) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
         """Every call in the module with the function it is written in (None: module level)."""
         self.load()
         if self.tree is None:
-            return iter(())
-        found: list[tuple[cst.Call, Optional[FunctionInfo]]] = []
-        module = self
-
-        class _Calls(cst.CSTVisitor):
-            def __init__(self) -> None:
-                super().__init__()
-                self.stack: list[Optional[FunctionInfo]] = [None]
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-                self.stack.append(module.function_for(node))
-
-            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-                self.stack.pop()
-
-            def visit_Call(self, node: cst.Call) -> None:
-                found.append((node, self.stack[-1]))
-
-        self.tree.visit(_Calls())
-        return iter(found)
+            return
+        for node in self.nodes:
+            if isinstance(node, cst.Call):
+                yield node, None
+        for function in self.functions.values():
+            for node in function.nodes:
+                if isinstance(node, cst.Call):
+                    yield node, function
 
     def __repr__(self) -> str:
         return f"ModuleInfo({self.name!r}, {self.display_path!r})"
@@ -224,6 +231,34 @@ class _Collector(cst.CSTVisitor):
         # qualname prefixes
         self.scope: list[str] = []
         self.lines: Optional[list[str]] = None
+        # Node index: the open nodes, and the list that collects each open node's children.
+        self.open_nodes: list[cst.CSTNode] = []
+        self.owners: list[Optional[list[cst.CSTNode]]] = [module.nodes]
+        self.body_owner: dict[int, list[cst.CSTNode]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        owner = self.owners[-1]
+        if owner is not None:
+            owner.append(node)
+        if self.open_nodes:
+            self.module.parents[id(node)] = self.open_nodes[-1]
+        self.open_nodes.append(node)
+        descend = super().on_visit(node)
+        if isinstance(node, cst.FunctionDef):
+            info = self.module.function_by_node[id(node)]
+            self.body_owner[id(node.body)] = info.nodes
+            child_owner = None  # decorators, defaults and annotations are not the body
+        elif isinstance(node, cst.Lambda) or (isinstance(node, cst.ClassDef) and self.function_stack):
+            child_owner = None
+        else:
+            child_owner = self.body_owner.pop(id(node), owner)
+        self.owners.append(child_owner)
+        return descend
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.owners.pop()
+        self.open_nodes.pop()
 
     def collect(self, tree: cst.Module) -> None:
         tree.visit(self)
@@ -330,7 +365,7 @@ class _Collector(cst.CSTVisitor):
         receiver = method.params[0]
         cls = method.cls
         assert cls is not None
-        for statement in _walk_statements(method.node.body):
+        for statement in method.nodes:
             if not isinstance(statement, cst.Assign):
                 continue
             constructor = statement.value.func if isinstance(statement.value, cst.Call) else None
@@ -385,25 +420,6 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-def _walk_statements(body: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
-    """Small statements of a body, descending into compound statements but not nested defs."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        if isinstance(node, cst.SimpleStatementLine):
-            yield from node.body
-            continue
-        if isinstance(node, cst.SimpleStatementSuite):
-            yield from node.body
-            continue
-        for child in reversed(node.children):
-            if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)) or isinstance(child, cst.IndentedBlock):
-                stack.append(child)
-
-
-walk_statements = _walk_statements
 
 
 BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
@@ -418,40 +434,17 @@ def local_names(function: FunctionInfo) -> frozenset[str]:
         return cached
     names: set[str] = set(function.params)
     names.update(function.nested)
-
-    class _Binder(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function.node
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+    for node in function.nodes:
+        if isinstance(node, cst.ClassDef):
             names.add(node.name.value)
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        elif isinstance(node, cst.AssignTarget):
             names.update(_target_names(node.target))
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
             names.update(_target_names(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        elif isinstance(node, (cst.For, cst.CompFor)):
             names.update(_target_names(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            names.update(_target_names(node.target))
-
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            names.update(_target_names(node.target))
-
-        def visit_AsName(self, node: cst.AsName) -> None:
+        elif isinstance(node, cst.AsName):
             names.update(_target_names(node.name))
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            names.update(_target_names(node.target))
-
-    function.node.visit(_Binder())
     names.difference_update(function.imports)
     result = frozenset(names)
     function._local_names = result  # type: ignore[attr-defined]

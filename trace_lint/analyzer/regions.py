@@ -45,15 +45,9 @@ class Region:
         return self.module.start(node) >= self.stop
 
 
-def iter_body_nodes(function: FunctionInfo) -> Iterator[cst.CSTNode]:
+def iter_body_nodes(function: FunctionInfo) -> list[cst.CSTNode]:
     """Every node of a function's body in source order, not entering nested defs, classes or lambdas."""
-    stack: list[cst.CSTNode] = [function.node.body]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(reversed(node.children))
+    return function.nodes
 
 
 def _call_args(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
@@ -138,28 +132,6 @@ def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, 
     return _call_args(call)
 
 
-def path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode]:
-    """The ancestors of `target` under `root`, outermost first (empty if not found)."""
-
-    class _Finder(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.stack: list[cst.CSTNode] = []
-            self.found: list[cst.CSTNode] = []
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if self.found:
-                return False
-            if node is target:
-                self.found = list(self.stack)
-                return False
-            self.stack.append(node)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            if self.stack and self.stack[-1] is original_node:
-                self.stack.pop()
-
-    finder = _Finder()
-    root.visit(finder)
-    return finder.found
+def path_to(function: FunctionInfo, target: cst.CSTNode) -> list[cst.CSTNode]:
+    """The ancestors of `target` inside the function, outermost first."""
+    return function.module.ancestors(target, stop=function.node)

@@ -400,7 +400,7 @@ class HostSideEffect(_HostLogicRule):
         cached = getattr(function, "_global_names", None)
         if cached is None:
             names = set()
-            for node in _small_statements_of(function.node.body):
+            for node in function.nodes:
                 if isinstance(node, (cst.Global, cst.Nonlocal)):
                     names.update(n.name.value for n in node.names)
             cached = frozenset(names)
@@ -481,16 +481,6 @@ def _is_host_torch(call: cst.Call) -> bool:
             value = arg.value
             return isinstance(value, cst.SimpleString) and "cpu" in value.value
     return True
-
-
-def _small_statements_of(body: cst.CSTNode):
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BaseSmallStatement):
-            yield node
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
-            stack.extend(node.children)
 
 
 class ShapeArithmetic(_HostLogicRule):

@@ -161,7 +161,7 @@ class CaptureLeftOpen(Rule):
     def check_region(self, region: Region) -> None:
         if region.end is None or region.kind == "cuda-graph":
             return  # ended in another function, or a `with` block, which always closes
-        path = path_to(region.function.node.body, region.begin)
+        path = path_to(region.function, region.begin)
         line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
         if line_index is not None and line_index > 0:
             line, block = path[line_index], path[line_index - 1]
