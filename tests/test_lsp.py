@@ -200,17 +200,15 @@ async def test_change_updates_diagnostics(client: LanguageClient, workspace: Pat
     replace_text(client, uri, CAPTURE_FIXED, 2)
     assert await published(client, uri, 2) == []
 
-    moved = CAPTURE_FIXED.replace("    return y\n", "    return y\n").replace(
-        "        y = ttnn.relu(x)\n", "        y = ttnn.relu(x)\n        ttnn.synchronize_device(device)\n"
-    )
+    moved = CAPTURE_FIXED.replace("        y = ttnn.relu(x)\n", "        y = ttnn.relu(x)\n        ttnn.synchronize_device(device)\n")
     replace_text(client, uri, moved, 3)
     [diagnostic] = await published(client, uri, 3)
     assert diagnostic.code == "TRC103"
     assert diagnostic.range.start.line == 7
 
     # Saving checks again; the text on disk is not what counts, the buffer is.
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     client.published.clear()  # type: ignore[attr-defined]
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     assert [d.code for d in await published(client, uri, 3)] == ["TRC103"]
 
 
