@@ -81,7 +81,7 @@ async def client(lsp_client: LanguageClient, workspace: Path):
     await lsp_client.shutdown_session()
 
 
-async def published(client: LanguageClient, uri: str, version: int) -> list[types.Diagnostic]:
+async def published(client: LanguageClient, uri: str, version: int | None) -> list[types.Diagnostic]:
     """The diagnostics the server publishes for this version of the document."""
 
     async def wait() -> list[types.Diagnostic]:
@@ -210,6 +210,11 @@ async def test_change_updates_diagnostics(client: LanguageClient, workspace: Pat
     client.published.clear()  # type: ignore[attr-defined]
     client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     assert [d.code for d in await published(client, uri, 3)] == ["TRC103"]
+
+    # Closing clears what the editor shows for the file.
+    client.published.clear()  # type: ignore[attr-defined]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert await published(client, uri, None) == []
 
 
 @pytest.mark.asyncio

@@ -65,6 +65,7 @@ def suppress_all(text: str, tmp_path, code: str) -> str:
         ("y = ttnn.to_torch(x)  # trace-lint: ignore[TRC101]", "y = ttnn.to_torch(x)  # trace-lint: ignore[TRC101, TRC102]"),
         ("y = ttnn.to_torch(x)  # type: ignore", "y = ttnn.to_torch(x)  # type: ignore  # noqa: TRC102"),
         ('y = ttnn.to_torch(x); s = "# noqa: E501"', 'y = ttnn.to_torch(x); s = "# noqa: E501"  # noqa: TRC102'),
+        ('y = ttnn.to_torch(x); s = f"{t} # noqa: E501"', 'y = ttnn.to_torch(x); s = f"{t} # noqa: E501"  # noqa: TRC102'),
     ],
 )
 def test_suppression_text(body, expected, tmp_path):
@@ -109,6 +110,9 @@ def test_a_line_ending_inside_a_string_takes_no_comment(tmp_path):
     )
     [finding] = [f for f in findings_for(text, tmp_path) if f.code == "TRC102"]
     assert suppression_edit(text, finding) is None
+    formatted = text.replace('note="""first', 'note=f"""{t} first')
+    [finding] = [f for f in findings_for(formatted, tmp_path) if f.code == "TRC102"]
+    assert suppression_edit(formatted, finding) is None
 
 
 def test_finding_in_a_callee_body(tmp_path):
