@@ -227,6 +227,20 @@ async def test_workspace_settings_apply(client: LanguageClient, workspace: Path)
 
 
 @pytest.mark.asyncio
+async def test_excluded_files_get_no_diagnostics(client: LanguageClient, workspace: Path):
+    (workspace / "pyproject.toml").write_text('[tool.trace-lint]\nexclude = ["generated"]\n', encoding="utf-8")
+    (workspace / "generated").mkdir()
+    excluded = workspace / "generated" / "model.py"
+    excluded.write_text(CAPTURE, encoding="utf-8")
+    kept = workspace / "model.py"
+    kept.write_text(CAPTURE, encoding="utf-8")
+    excluded_uri = open_document(client, excluded, CAPTURE)
+    kept_uri = open_document(client, kept, CAPTURE)
+    assert await published(client, excluded_uri, 1) == []
+    assert [d.code for d in await published(client, kept_uri, 1)] == ["TRC102"]
+
+
+@pytest.mark.asyncio
 async def test_code_action_appends_noqa_and_the_edit_silences_the_finding(client: LanguageClient, workspace: Path):
     text = CAPTURE.replace("y = ttnn.to_torch(x)", 's = "😀"; y = ttnn.to_torch(x)')
     uri = open_document(client, workspace / "act.py", text)
