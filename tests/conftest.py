@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 from trace_lint.checker import check
 from trace_lint.config import Settings
 

@@ -12,7 +12,7 @@ from .analyzer.engine import Engine
 from .analyzer.findings import Finding
 from .analyzer.project import ModuleInfo, Project
 from .analyzer.suppressions import apply_suppressions
-from .config import Settings
+from .config import Settings, real_path
 from .rules import ALL_RULES, BY_CODE, selected_codes
 from .rules.analysis import UnusedSuppression
 
@@ -44,16 +44,16 @@ def check(
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist."""
     result = CheckResult()
-    sources = {p.resolve(): text for p, text in (sources or {}).items()}
-    on_disk = [p for p in paths if p.resolve() not in sources]
+    sources = {real_path(p): text for p, text in (sources or {}).items()}
+    on_disk = [p for p in paths if real_path(p) not in sources]
     found = discover(on_disk, settings, force_exclude=force_exclude)
     result.errors.extend(found.errors)
     files = list(found.files)
-    explicit = {p.resolve() for p in paths if p.resolve() in sources or (p.exists() and not p.is_dir())}
+    explicit = {real_path(p) for p in paths if real_path(p) in sources or (p.exists() and not p.is_dir())}
     modules: list[ModuleInfo] = []
     seen: set[Path] = set()
     for path in [*files, *(Path(p) for p in sources)]:
-        key = path.resolve()
+        key = real_path(path)
         if key in seen:
             continue
         seen.add(key)
@@ -63,7 +63,7 @@ def check(
 
     enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
     engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled])
-    engine.always_parse = {id(m) for m in modules if m.path.resolve() in explicit}
+    engine.always_parse = {id(m) for m in modules if real_path(m.path) in explicit}
     raw = engine.run()
     result.errors.extend(engine.internal_errors)
     for module in modules:

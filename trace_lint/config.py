@@ -6,6 +6,7 @@ never a silent default.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,11 @@ DEFAULT_EXCLUDE = (
     "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
     ".trace-lint-cache",
 )
+
+
+def real_path(path: Path) -> Path:
+    """The canonical path; unlike Path.resolve it never raises on a symlink loop."""
+    return Path(os.path.realpath(path))
 
 
 class ConfigError(Exception):
@@ -106,12 +112,12 @@ def read_config_file(path: Path) -> Settings:
             raise ConfigError(f"{where}: [tool.trace-lint] must be a table")
     else:
         table = data
-    return Settings(root=path.parent.resolve(), config_file=path.resolve(), **_parse_table(table, where))
+    return Settings(root=real_path(path.parent), config_file=real_path(path), **_parse_table(table, where))
 
 
 def find_config_file(start: Path) -> Optional[Path]:
     """The nearest pyproject.toml with a [tool.trace-lint] table, searching upwards."""
-    directory = start.resolve()
+    directory = real_path(start)
     if directory.is_file():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
@@ -129,7 +135,7 @@ def find_config_file(start: Path) -> Optional[Path]:
 def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
     path = config_file if config_file is not None else find_config_file(start)
     if path is None:
-        return Settings(root=start.resolve() if start.is_dir() else start.resolve().parent)
+        return Settings(root=real_path(start) if start.is_dir() else real_path(start).parent)
     if config_file is not None and not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     return read_config_file(path)

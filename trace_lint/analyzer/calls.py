@@ -26,7 +26,8 @@ class CallResolver:
     def __init__(self, project: Project):
         self.project = project
         self._methods_by_name: dict[str, list[FunctionInfo]] = {}
-        self._local_classes: dict[int, dict[str, cst.BaseExpression]] = {}
+        self._local_classes: dict[int, dict[str, tuple[str, cst.BaseExpression]]] = {}
+        self._resolved: dict[tuple[int, int], Optional[FunctionInfo]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -80,28 +81,62 @@ class CallResolver:
                         return found
         return None
 
-    def local_constructions(self, function: FunctionInfo) -> dict[str, cst.BaseExpression]:
-        """`v = SomeClass(...)` in the function: v -> the constructor expression (single binding only)."""
+    def element_class(self, container: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
+        """The class of the elements of `self.layers` (built as a list of one class's instances)."""
+        if (
+            isinstance(container, cst.Attribute)
+            and isinstance(container.value, cst.Name)
+            and function.cls is not None
+            and function.params
+            and container.value.value == function.params[0]
+        ):
+            for owner in (function.cls, *self.bases(function.cls)):
+                constructor = owner.element_types.get(container.attr.value)
+                if constructor is not None:
+                    return self.class_of(constructor, owner.module, None)
+        if isinstance(container, cst.Call) and isinstance(container.func, cst.Name) and container.func.value in ("enumerate", "reversed") and container.args:
+            return self.element_class(container.args[0].value, function)
+        return None
+
+    def local_constructions(self, function: FunctionInfo) -> dict[str, tuple[str, cst.BaseExpression]]:
+        """Names bound once in the function to an instance of a knowable class:
+        `v = SomeClass(...)` -> ("call", SomeClass); `for v in self.layers` -> ("element", self.layers)."""
         key = id(function)
         if key not in self._local_classes:
-            seen: dict[str, Optional[cst.BaseExpression]] = {}
+            seen: dict[str, Optional[tuple[str, cst.BaseExpression]]] = {}
+
+            def bind(name: str, value: Optional[tuple[str, cst.BaseExpression]]) -> None:
+                seen[name] = value if name not in seen else None
+
             for node in iter_body_nodes(function):
                 if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                    name = node.targets[0].target.value
-                    value = node.value.func if isinstance(node.value, cst.Call) else None
-                    seen[name] = value if name not in seen else None
+                    bind(node.targets[0].target.value, ("call", node.value.func) if isinstance(node.value, cst.Call) else None)
+                elif isinstance(node, cst.For):
+                    target = node.target
+                    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(node.iter, cst.Call) and isinstance(node.iter.func, cst.Name) and node.iter.func.value == "enumerate":
+                        target = target.elements[1].value
+                    if isinstance(target, cst.Name):
+                        bind(target.value, ("element", node.iter))
             self._local_classes[key] = {k: v for k, v in seen.items() if v is not None}
         return self._local_classes[key]
+
+    def _local_class(self, name: str, function: FunctionInfo) -> Optional[ClassInfo]:
+        binding = self.local_constructions(function).get(name)
+        if binding is None:
+            return None
+        kind, expr = binding
+        if kind == "call":
+            return self.class_of(expr, function.module, function)
+        return self.element_class(expr, function)
 
     def _receiver_class(self, receiver: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
         module = function.module
         if isinstance(receiver, cst.Name):
             if function.cls is not None and function.params and receiver.value == function.params[0]:
                 return function.cls
-            constructor = self.local_constructions(function).get(receiver.value)
-            if constructor is not None:
-                return self.class_of(constructor, module, function)
-            return None
+            return self._local_class(receiver.value, function)
+        if isinstance(receiver, cst.Subscript):
+            return self.element_class(receiver.value, function)
         if (
             isinstance(receiver, cst.Attribute)
             and isinstance(receiver.value, cst.Name)
@@ -130,6 +165,12 @@ class CallResolver:
 
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
+        key = (id(call), id(function))
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(call, function)
+        return self._resolved[key]
+
+    def _resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
         func = call.func
         module = function.module
         if isinstance(func, cst.Name):
@@ -138,11 +179,13 @@ class CallResolver:
                 if func.value in scope.nested:
                     return scope.nested[func.value]
                 scope = scope.parent
-            constructor = self.local_constructions(function).get(func.value)
-            if constructor is not None:
-                cls = self.class_of(constructor, module, function)
+            if func.value in self.local_constructions(function):
+                cls = self._local_class(func.value, function)
                 return self.call_target_of_instance(cls) if cls is not None else None
             return self._resolve_global(func, module, function)
+        if isinstance(func, cst.Subscript):
+            cls = self.element_class(func.value, function)
+            return self.call_target_of_instance(cls) if cls is not None else None
         if not isinstance(func, cst.Attribute):
             return None
         receiver, attribute = func.value, func.attr.value
@@ -157,7 +200,9 @@ class CallResolver:
             return None
         cls = self._receiver_class(receiver, function)
         if cls is not None:
-            return self.method(cls, attribute)
+            found = self.method(cls, attribute)
+            if found is not None:
+                return found
         # self.attr(...): an instance stored on self, called.
         if (
             isinstance(receiver, cst.Name)

@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 
 import pathspec
 
-from ..config import DEFAULT_EXCLUDE, Settings
+from ..config import DEFAULT_EXCLUDE, Settings, real_path
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -23,7 +23,7 @@ class Discovery:
 
 def module_name(path: Path) -> str:
     """Dotted module name from the path: climb while the folder is a package."""
-    path = path.resolve()
+    path = real_path(path)
     parts = [] if path.stem == "__init__" else [path.stem]
     directory = path.parent
     while (directory / "__init__.py").is_file() or (directory / "__init__.pyi").is_file():
@@ -43,7 +43,7 @@ class _Excluder:
     def _matches_pattern(self, path: Path) -> bool:
         name = path.name
         try:
-            relative = path.resolve().relative_to(self.settings.root).as_posix()
+            relative = real_path(path).relative_to(self.settings.root).as_posix()
         except ValueError:
             relative = path.as_posix()
         for pattern in self.patterns:
@@ -88,7 +88,7 @@ def discover(paths: Iterable[Path], settings: Settings, force_exclude: bool = Fa
     seen: set[Path] = set()
 
     def add(file: Path) -> None:
-        key = file.resolve()
+        key = real_path(file)
         if key not in seen:
             seen.add(key)
             result.files.append(file)
@@ -153,7 +153,7 @@ def display_path(path: Path) -> str:
 
 def matches_per_file_glob(display: str, path: Path, glob: str, root: Path) -> bool:
     try:
-        relative = path.resolve().relative_to(root).as_posix()
+        relative = real_path(path).relative_to(root).as_posix()
     except ValueError:
         relative = display
     return fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(path.name, glob) or fnmatch.fnmatch(display, glob)

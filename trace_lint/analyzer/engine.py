@@ -17,10 +17,11 @@ import libcst as cst
 from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
+from .cuda_graphs import CUDA_GRAPH_KINDS, SOURCE_TOKENS as CUDA_GRAPH_TOKENS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region, find_regions
-from .tensors import TensorFacts
+from .tensors import TensorFacts, TorchFacts
 
 if TYPE_CHECKING:
     from ..rules.base import Rule
@@ -32,6 +33,7 @@ CAPTURE_TOKENS = (
     b"open_mesh_device",
     b"trace-lint",
     b"trace_lint",
+    *CUDA_GRAPH_TOKENS,
 )
 
 
@@ -41,6 +43,8 @@ class Root:
 
     description: str
     related: Related
+    # "ttnn", "cuda-graph", "cuda-graph-begin" (a region's kind), "cuda-graph-callable", "declared".
+    kind: str = "declared"
 
 
 @dataclass
@@ -64,12 +68,29 @@ class RuleContext:
         self.ancestors: list[cst.CSTNode] = []
         self.tensors = engine.tensor_facts(module, function)
         self.tables = tables()
+        # Which captures this unit runs in (a function can be reached from several).
+        self.capture_kinds: frozenset[str] = engine.capture_kinds(function, region)
+        # Recorded into a CUDA graph: torch's own contract applies (TRC501).
+        self.in_cuda_graph = bool(self.capture_kinds & CUDA_GRAPH_KINDS)
+        # The torch names of TRC1-TRC3 apply in CUDA graphs and in declared captures (framework unknown).
+        self.torch_api_applies = self.in_cuda_graph or "declared" in self.capture_kinds
+        self._torch: Optional[TorchFacts] = None
 
     def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
         return self.project.qualified_name(expr, self.module, self.function)
 
+    @property
+    def torch(self) -> TorchFacts:
+        """Host and device facts about torch tensors in this unit."""
+        if self._torch is None:
+            self._torch = self.engine.torch_facts(self.module, self.function)
+        return self._torch
+
     def is_device_value(self, expr: cst.BaseExpression) -> bool:
-        return self.tensors.is_device_value(expr)
+        if self.tensors.is_device_value(expr):
+            return True
+        # Torch op results count as device tensors only where the capture is a CUDA graph.
+        return self.in_cuda_graph and self.torch.is_device(expr)
 
 
 def is_first_use_cache(node: cst.If, module: ModuleInfo) -> bool:
@@ -181,6 +202,7 @@ class Engine:
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._tensor_facts: dict[tuple[int, int], TensorFacts] = {}
+        self._torch_facts: dict[tuple[int, int], TorchFacts] = {}
         self._chain_of_current: list[list[Related]] = []
         self.rules = [cls(self._report, self) for cls in self.rule_classes]
         self._visitors = [(rule, rule.visitors()) for rule in self.rules]
@@ -193,6 +215,21 @@ class Engine:
         if key not in self._tensor_facts:
             self._tensor_facts[key] = TensorFacts(self.project, function, module)
         return self._tensor_facts[key]
+
+    def torch_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TorchFacts:
+        key = (id(module), id(function))
+        if key not in self._torch_facts:
+            self._torch_facts[key] = TorchFacts(self.project, function, module)
+        return self._torch_facts[key]
+
+    def capture_kinds(self, function: Optional[FunctionInfo], region: Optional[Region]) -> frozenset[str]:
+        """The kinds of capture a unit is recorded in: its region's, or those of every root reaching it."""
+        if region is not None:
+            return frozenset({region.kind})
+        reach = self.reach.get(function) if function is not None else None
+        if reach is None:
+            return frozenset()
+        return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
     def regions_in(self, function: FunctionInfo) -> list[Region]:
         return [r for r in self.regions if r.function is function]
@@ -247,6 +284,7 @@ class Engine:
                 continue
             for function in module.iter_functions():
                 self.regions.extend(find_regions(self.project, function))
+                self.regions.extend(find_cuda_graph_regions(self.project, function))
         self._collect_roots(candidates)
         for region in self.regions:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
@@ -279,6 +317,7 @@ class Engine:
             root = Root(
                 f"capture in `{region.function.qualname}`",
                 Related(module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`"),
+                kind=region.kind,
             )
             self.roots.append(root)
             region.root_id = len(self.roots) - 1  # type: ignore[attr-defined]
@@ -311,6 +350,19 @@ class Engine:
                 root = Root(reason, Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
+        self._collect_graphed_callables(candidates)
+
+    def _collect_graphed_callables(self, candidates: Iterable[ModuleInfo]) -> None:
+        """Functions given to `torch.cuda.make_graphed_callables`: captured work, not a region."""
+        graphed = GraphedCallables(self.project, self.resolver)
+        for module in candidates:
+            if not module.ok:
+                continue
+            for call, target in graphed.find(module):
+                start = module.range(call).start
+                related = Related(module.display_path, Location(start.line, start.column + 1), f"`{target.qualname}` is captured into a CUDA graph here")
+                self.roots.append(Root(f"graphed by `make_graphed_callables` in `{module.display_path}`", related, kind="cuda-graph-callable"))
+                self._pending.append((target, len(self.roots) - 1, [related]))
 
     def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related]) -> None:
         reach = self.reach.setdefault(function, Reach())

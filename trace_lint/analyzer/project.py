@@ -14,7 +14,7 @@ from typing import Iterator, Optional, Union
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from .source import SourceText, decode, read_bytes, ReadError
+from .source import ReadError, SourceText, decode, read_bytes
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -28,6 +28,8 @@ class ClassInfo:
     methods: dict[str, "FunctionInfo"] = field(default_factory=dict)
     # self.attr = SomeClass(...) / self.attr = self.make() -> the expression naming the class
     attribute_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # self.layers = [Layer(...) for ...] / ModuleList([...]) -> the element constructor
+    element_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -114,8 +116,10 @@ class ModuleInfo:
             wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
             self.positions = wrapper.resolve(PositionProvider)
             _Collector(self).collect(tree)
-        except RecursionError:
-            self.parse_error = ("cannot analyse: nesting too deep", 1, 1)
+        except (RecursionError, KeyError):
+            # libcst re-raises a RecursionError in position tracking as a KeyError.
+            self.positions = {}
+            self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
             return
         self.tree = tree
 
@@ -327,14 +331,18 @@ class _Collector(cst.CSTVisitor):
         cls = method.cls
         assert cls is not None
         for statement in _walk_statements(method.node.body):
-            if not isinstance(statement, cst.Assign) or not isinstance(statement.value, cst.Call):
+            if not isinstance(statement, cst.Assign):
                 continue
+            constructor = statement.value.func if isinstance(statement.value, cst.Call) else None
+            element = element_constructor(statement.value)
             for target in statement.targets:
                 t = target.target
                 if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
                     # __init__ wins over other methods.
-                    if t.attr.value not in cls.attribute_types or method.name == "__init__":
-                        cls.attribute_types[t.attr.value] = statement.value.func
+                    if constructor is not None and (t.attr.value not in cls.attribute_types or method.name == "__init__"):
+                        cls.attribute_types[t.attr.value] = constructor
+                    if element is not None and (t.attr.value not in cls.element_types or method.name == "__init__"):
+                        cls.element_types[t.attr.value] = element
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not self.enclosing:
@@ -345,6 +353,25 @@ class _Collector(cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if not self.enclosing:
             self.module.globals.update(_target_names(node.target))
+
+
+def element_constructor(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The constructor of every element of a list built from calls of one class:
+    `[Layer(i) for i in ...]`, `[Layer(0), Layer(1)]`, `ModuleList([...])`, `Sequential(A(), A())`."""
+    if isinstance(value, cst.ListComp) or isinstance(value, cst.GeneratorExp):
+        return value.elt.func if isinstance(value.elt, cst.Call) else None
+    if isinstance(value, (cst.List, cst.Tuple)):
+        constructors = [e.value.func for e in value.elements if isinstance(e.value, cst.Call)]
+        if constructors and len(constructors) == len(value.elements):
+            texts = {cst.Module([]).code_for_node(c) for c in constructors}
+            return constructors[0] if len(texts) == 1 else None
+        return None
+    if isinstance(value, cst.Call) and value.args:
+        if len(value.args) == 1 and value.args[0].star == "":
+            return element_constructor(value.args[0].value)
+        if all(isinstance(a.value, cst.Call) and a.keyword is None for a in value.args):
+            return element_constructor(cst.List([cst.Element(a.value) for a in value.args]))
+    return None
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
@@ -454,8 +481,9 @@ class Project:
                 data = module._text.encode("utf-8", "surrogatepass")
             else:
                 try:
-                    data = module.path.read_bytes()
-                except OSError:
+                    data = read_bytes(module.path)
+                except ReadError as error:
+                    module.read_error = str(error)
                     data = b""
             self._raw[id(module)] = data
         return data

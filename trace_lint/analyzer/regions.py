@@ -97,21 +97,22 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
             executes.append(node)
     regions = []
     body_end = module.end(function.node)
-    for begin, begin_statement in begins:
-        target = _assigned_target(begin_statement, begin)
-        trace_id = module.normalized(target) if target is not None else None
+
+    def end_id(end: cst.Call) -> Optional[str]:
+        positional, keywords = _call_args(end)
+        argument = keywords.get("trace_id", keywords.get("tid", positional[1] if len(positional) > 1 else None))
+        return module.normalized(argument) if argument is not None else None
+
+    targets = [_assigned_target(statement, begin) for begin, statement in begins]
+    trace_ids = [module.normalized(t) if t is not None else None for t in targets]
+    for (begin, begin_statement), trace_id in zip(begins, trace_ids):
         begin_end = module.end(begin)
         later = [e for e in ends if module.start(e) >= begin_end]
-        matched = None
-        if trace_id is not None:
-            for end in later:
-                positional, keywords = _call_args(end)
-                argument = keywords.get("trace_id", keywords.get("tid", positional[1] if len(positional) > 1 else None))
-                if argument is not None and module.normalized(argument) == trace_id:
-                    matched = end
-                    break
-        if matched is None and later:
-            matched = later[0]
+        matched = next((e for e in later if trace_id is not None and end_id(e) == trace_id), None)
+        if matched is None:
+            # The id may have been copied (`self.tid = tid`); never take another begin's end.
+            others = {t for t in trace_ids if t is not None and t != trace_id}
+            matched = next((e for e in later if end_id(e) not in others), None)
         positional, keywords = _call_args(begin)
         device_arg = keywords.get("device", positional[0] if positional else None)
         regions.append(
@@ -123,7 +124,8 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
                 end=matched,
                 trace_id=trace_id,
                 start=begin_end,
-                stop=module.start(matched) if matched is not None else body_end,
+                # Unmatched: recording stops at the next end of any trace on the device, if any.
+                stop=module.start(matched) if matched is not None else (module.start(later[0]) if later else body_end),
                 device=module.normalized(device_arg) if device_arg is not None else None,
                 release_calls=releases,
                 execute_calls=executes,

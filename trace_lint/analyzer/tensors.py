@@ -123,3 +123,202 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _names_in_target(target.value)
     return []
+
+
+class TorchFacts:
+    """Which expressions are torch tensors on the host, and which on the device.
+
+    Host: made by a creation function without a device (or with device="cpu"), `.cpu()`,
+    `.to("cpu")`. Device: made with a CUDA device, `.cuda()`, `.to("cuda")`, or computed by a
+    torch op (table `value_functions` / `value_methods`) from anything not known host: in
+    code recorded into a CUDA graph, tensor work is device work. As in TensorFacts, a local
+    name is known only when every binding of it agrees; unknown stays unknown.
+    """
+
+    def __init__(self, project: Project, function: Optional[FunctionInfo], module):
+        self.project = project
+        self.function = function
+        self.module = module
+        self._names: Optional[dict[str, str]] = None
+        self._default_device_changed: Optional[bool] = None
+
+    def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.project.qualified_name(expr, self.module, self.function)
+
+    # -- device arguments -------------------------------------------------------------------
+    def device_kind(self, expr: Optional[cst.BaseExpression], _depth: int = 0) -> Optional[str]:
+        """"cpu", "cuda" or None (unknown) for a device argument: "cuda:0", 0, torch.device("cpu")."""
+        api = tables().torch
+        if expr is None or _depth > 4:
+            return None
+        if isinstance(expr, cst.SimpleString):
+            try:
+                text = expr.evaluated_value
+            except Exception:
+                return None
+            if isinstance(text, bytes):
+                return None
+            if any(text == p or text.startswith(p + ":") for p in api.host_device_prefixes):
+                return "cpu"
+            if any(text == p or text.startswith(p + ":") for p in api.cuda_device_prefixes):
+                return "cuda"
+            return None
+        if isinstance(expr, cst.Integer):
+            return "cuda"  # torch reads a bare index as a CUDA device
+        if isinstance(expr, cst.Call) and self.qualified(expr.func) in api.device_constructor:
+            positional, keywords = call_arguments(expr)
+            return self.device_kind(keywords.get("type", positional[0] if positional else None), _depth + 1)
+        if isinstance(expr, cst.Name) and self.function is not None:
+            values = _bindings_of(self.function, expr.value)
+            if values and all(v is not None for v in values):
+                kinds = {self.device_kind(v, _depth + 1) for v in values}
+                return kinds.pop() if len(kinds) == 1 else None
+        return None
+
+    def default_device_changed(self) -> bool:
+        """`torch.set_default_device(...)` in the module or `with torch.device(...)` in the function."""
+        if self._default_device_changed is None:
+            api = tables().torch
+            changed = any(name.rsplit(".", 1)[-1] in self.module.text for name in api.default_device_setters)
+            if not changed and self.function is not None:
+                for node in iter_body_nodes(self.function):
+                    if isinstance(node, cst.WithItem) and isinstance(node.item, cst.Call) and self.qualified(node.item.func) in api.device_constructor:
+                        changed = True
+                        break
+            self._default_device_changed = changed
+        return self._default_device_changed
+
+    # -- creation ---------------------------------------------------------------------------
+    def creation_device(self, call: cst.Call) -> Optional[str]:
+        """For a torch creation call: "cpu", "cuda" or None; None also for other calls."""
+        api = tables().torch
+        name = self.qualified(call.func)
+        if name is None:
+            return None
+        if name in api.host_creators:
+            return "cpu"
+        if name not in api.creators and name not in api.like_creators:
+            return None
+        if any(arg.star == "**" for arg in call.args):
+            return None
+        positional, keywords = call_arguments(call)
+        if "device" in keywords and not _is_none(keywords["device"]):
+            return self.device_kind(keywords["device"])
+        if name in api.like_creators:
+            return self._kind_of(positional[0]) if positional else None
+        if name in api.data_to_device and positional and self.is_device(positional[0]):
+            return "cuda"  # torch.tensor(t) keeps t's device
+        return None if self.default_device_changed() else "cpu"
+
+    # -- values -----------------------------------------------------------------------------
+    def is_host(self, expr: cst.BaseExpression) -> bool:
+        return self._kind_of(expr) == "cpu"
+
+    def is_device(self, expr: cst.BaseExpression) -> bool:
+        return self._kind_of(expr) == "cuda"
+
+    def _kind_of(self, expr: cst.BaseExpression) -> Optional[str]:
+        api = tables().torch
+        if isinstance(expr, cst.Name):
+            return self._names_known().get(expr.value)
+        if isinstance(expr, (cst.Subscript,)):
+            return self._kind_of(expr.value)
+        if isinstance(expr, cst.BinaryOperation):
+            kinds = {self._kind_of(expr.left), self._kind_of(expr.right)} - {None}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self._kind_of(expr.expression)
+        if not isinstance(expr, cst.Call):
+            return None
+        created = self.creation_device(expr)
+        if created is not None:
+            return created
+        func = expr.func
+        name = self.qualified(func)
+        if name is not None:
+            if name in api.value_functions:
+                positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+                if positional and self._kind_of(positional[0]) == "cpu":
+                    return "cpu"
+                return "cuda"
+            return None
+        if not isinstance(func, cst.Attribute):
+            return None
+        method, receiver = func.attr.value, func.value
+        if method in api.to_cuda_methods:
+            return "cuda"
+        if method in api.to_host_methods:
+            return "cpu"
+        if method in api.to_methods:
+            positional, keywords = call_arguments(expr)
+            target = keywords.get("device", positional[0] if positional else None)
+            kind = self.device_kind(target)
+            return kind if kind is not None else (self._kind_of(receiver) if "device" not in keywords and not positional else None)
+        if method in api.value_methods or method in api.boolean_methods:
+            return self._kind_of(receiver)
+        return None
+
+    def _names_known(self) -> dict[str, str]:
+        if self._names is not None:
+            return self._names
+        self._names = {}  # guards recursion through aliases
+        if self.function is None:
+            return self._names
+        by_name: dict[str, list[Optional[cst.BaseExpression]]] = {}
+        for param in self.function.params:
+            by_name.setdefault(param, []).append(None)
+        for node in iter_body_nodes(self.function):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        by_name.setdefault(target.target.value, []).append(node.value)
+                    else:
+                        for name in _names_in_target(target.target):
+                            by_name.setdefault(name, []).append(None)
+            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+                by_name.setdefault(node.target.value, []).append(node.value)
+            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                by_name.setdefault(node.target.value, []).append(None)
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                for name in _names_in_target(node.target):
+                    by_name.setdefault(name, []).append(None)
+            elif isinstance(node, cst.AsName):
+                for name in _names_in_target(node.name):
+                    by_name.setdefault(name, []).append(None)
+        candidates = {name: values for name, values in by_name.items() if all(v is not None for v in values)}
+        # Guess each name's kind from the bindings known without it, then keep only guesses that
+        # every binding confirms, so `y = y * 0.5` after `y = torch.relu(x)` stays a device tensor.
+        known: dict[str, str] = {}
+        for name, values in candidates.items():
+            kinds = {self._kind_of(v) for v in values} - {None}  # type: ignore[arg-type]
+            if len(kinds) == 1:
+                known[name] = kinds.pop()
+        for _ in range(8):
+            self._names = known
+            kept: dict[str, str] = {}
+            for name, values in candidates.items():
+                kinds = {self._kind_of(v) for v in values}  # type: ignore[arg-type]
+                if len(kinds) == 1 and None not in kinds:
+                    kept[name] = kinds.pop()  # type: ignore[assignment]
+            if kept == known:
+                break
+            known = kept
+        self._names = known
+        return self._names
+
+
+def _bindings_of(function: FunctionInfo, name: str) -> list[Optional[cst.BaseExpression]]:
+    """The values bound to a local name by `=` (None for any other kind of binding)."""
+    if name in function.params:
+        return [None]
+    values: list[Optional[cst.BaseExpression]] = []
+    for node in iter_body_nodes(function):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    values.append(node.value)
+                elif name in _names_in_target(target.target):
+                    values.append(None)
+        elif isinstance(node, (cst.For, cst.CompFor)) and name in _names_in_target(node.target):
+            values.append(None)
+    return values

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from . import allocation, analysis, host_logic, lifecycle, transfers
+from . import allocation, analysis, cuda_graph, host_logic, lifecycle, transfers
 from .base import Invalid, Rule, Valid
 
 ALL_RULES: list[type[Rule]] = sorted(
-    [*analysis.RULES, *transfers.RULES, *host_logic.RULES, *allocation.RULES, *lifecycle.RULES],
+    [*analysis.RULES, *transfers.RULES, *host_logic.RULES, *allocation.RULES, *lifecycle.RULES, *cuda_graph.RULES],
     key=lambda rule: rule.code,
 )
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -43,6 +43,8 @@ def is_read_method_call(context: RuleContext, call: cst.Call) -> bool:
         return False  # a module attribute such as `np.item` is not a tensor method
     if isinstance(receiver, cst.Call) and reads_to_host(context, receiver):
         return False  # already on the host
+    if context.torch.is_host(receiver):
+        return False  # a torch tensor made on the host: nothing to read back
     return True
 
 
@@ -68,7 +70,9 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
             name = context.qualified_name(node.func)
             if name in tensor.metadata_functions:
                 continue
-            if reads_to_host(context, node) or is_read_method_call(context, node) or context.tensors.is_device_call(node):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in tensor.metadata_attributes:
+                continue  # `t.size(0)`, `t.dim()`: host metadata
+            if reads_to_host(context, node) or is_read_method_call(context, node) or context.is_device_value(node):
                 return node
             # A method of a device tensor (`t.sum()`) computes on its value.
             if isinstance(node.func, cst.Attribute) and context.is_device_value(node.func.value):

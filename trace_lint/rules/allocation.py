@@ -9,6 +9,7 @@ import libcst as cst
 from ..analyzer.dataflow import accesses, chain_key
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes
 from ._common import keyword
+from ._torch import host_creation
 from .base import Invalid, Rule, Valid
 
 
@@ -17,7 +18,10 @@ class TensorCreation(Rule):
     ## What it does
     Flags tensor creation in captured code: `ttnn.zeros/ones/full/empty/rand/arange` and
     their `_like` forms, `ttnn.from_torch`, `ttnn.as_tensor`, `ttnn.allocate_tensor_on_device`
-    and `ttnn.Tensor(...)`.
+    and `ttnn.Tensor(...)`. In CUDA graphs: torch creation functions (`torch.zeros`,
+    `torch.arange`, `torch.randn`, `torch.from_numpy`, ...) that make a host tensor (no
+    device, or `device="cpu"`). Device allocations are fine in a CUDA graph: they come from
+    the graph's private memory pool.
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ttnn.zeros(...)`)
     run during the warm-up and are not reported.
@@ -32,7 +36,7 @@ class TensorCreation(Rule):
     code = "TRC301"
     name = "tensor-creation-in-capture"
     summary = "Tensor creation in captured code"
-    help = "preallocate the tensor before `begin_trace_capture`"
+    help = "preallocate the tensor (on the device) before the capture begins"
     silent_in_first_use_cache = True
 
     INVALID = [
@@ -48,7 +52,24 @@ class TensorCreation(Rule):
                 return y
             """,
             lines=(5,),
-        )
+        ),
+        Invalid(
+            """
+            import numpy as np
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    scale = torch.full((1,), 0.5)
+                    idx = torch.arange(8, device="cpu")
+                    table = torch.from_numpy(np.ones(8))
+                    out = model(static_in, scale, idx, table)
+                return graph, out
+            """,
+            lines=(8, 9, 10),
+        ),
     ]
     VALID = [
         Valid(
@@ -62,13 +83,31 @@ class TensorCreation(Rule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y, bias
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = model(static_in)
+                    scratch = torch.zeros(8, device="cuda")  # from the graph's private pool
+                    like = torch.empty_like(out)  # on `out`'s device
+                return graph, out, scratch, like
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.creators:
             self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
+        elif self.context.torch_api_applies:
+            created = host_creation(self.context, node)
+            if created is not None:
+                self.report(node, f"`{created}` creates a host tensor inside a capture; the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing")
 
 
 def _region_reads_and_binds(region: Region):

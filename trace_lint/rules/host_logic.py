@@ -18,7 +18,8 @@ class ConditionalInRegion(_HostLogicRule):
     """
     ## What it does
     Flags a Python conditional written lexically between `begin_trace_capture` and
-    `end_trace_capture`: `if`/`elif`, `while`, a ternary, `match` and `assert`.
+    `end_trace_capture` (or `capture_begin()` and `capture_end()`, or in the body of
+    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary, `match` and `assert`.
 
     ## Why is this bad?
     The condition is evaluated once, at capture. Replay runs the device commands of the
@@ -61,6 +62,22 @@ class ConditionalInRegion(_HostLogicRule):
             """,
             lines=(5,),
         ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in, use_cache):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    if use_cache:
+                        out = model(static_in)
+                    else:
+                        out = model(static_in * 2)
+                return graph, out
+            """,
+            lines=(7,),
+        ),
     ]
     VALID = [
         Valid(
@@ -74,7 +91,21 @@ class ConditionalInRegion(_HostLogicRule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            class Block(torch.nn.Module):
+                def forward(self, x):
+                    if x.dim() == 3:  # captured work, not the framing code of a region
+                        x = x.flatten(1)
+                    return torch.relu(x)
+
+            def build(sample):
+                return torch.cuda.make_graphed_callables(Block().cuda().eval(), (sample,))
+            """
+        ),
     ]
 
     def _flag(self, node: cst.CSTNode, what: str) -> None:
@@ -102,7 +133,9 @@ class BranchOnDeviceValue(_HostLogicRule):
     ## What it does
     Flags control flow on a device tensor's value anywhere in captured code:
     `if ttnn.max(y) > t:`, `while t.sum() > 0:`, `assert ttnn.to_torch(x).all()`.
-    Shapes, dtypes and layouts are host metadata and are fine to branch on.
+    Shapes, dtypes and layouts are host metadata and are fine to branch on. In CUDA graphs,
+    the result of a torch op (`torch.any(torch.isnan(y))`, `torch.relu(x).sum()`) counts as a
+    device value; a tensor of unknown origin (a parameter, a module's output) does not.
 
     ## Why is this bad?
     Testing a device value reads it back to the host (not supported during a capture), and
@@ -113,7 +146,7 @@ class BranchOnDeviceValue(_HostLogicRule):
     code = "TRC202"
     name = "branch-on-device-value"
     summary = "Control flow on a device tensor's value in captured code"
-    help = "compute both outcomes on the device and select with `ttnn.where`"
+    help = "compute both outcomes on the device and select with `ttnn.where` / `torch.where`"
 
     INVALID = [
         Invalid(
@@ -149,6 +182,23 @@ class BranchOnDeviceValue(_HostLogicRule):
             """,
             lines=(6,),
         ),
+        Invalid(
+            """
+            import torch
+
+            class Gate(torch.nn.Module):
+                def forward(self, x):
+                    y = torch.relu(x)
+                    if y.sum() > 0:
+                        return y
+                    return x
+
+            def build(sample):
+                gate = Gate().cuda()
+                return torch.cuda.make_graphed_callables(gate, (sample,))
+            """,
+            lines=(6,),
+        ),
     ]
     VALID = [
         Valid(
@@ -181,6 +231,21 @@ class BranchOnDeviceValue(_HostLogicRule):
                 y = block.forward(x)
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
+            """
+        ),
+        Valid(
+            """
+            import torch
+
+            class Gate(torch.nn.Module):
+                def forward(self, x):
+                    y = torch.relu(x)
+                    if y.size(-1) > 32 and not torch.cuda.is_current_stream_capturing():
+                        y = y[..., :32]
+                    return torch.where(y.sum(-1, keepdim=True) > 0, y, x)
+
+            def build(sample):
+                return torch.cuda.make_graphed_callables(Gate().cuda(), (sample,))
             """
         ),
     ]
@@ -270,6 +335,22 @@ class HostSideEffect(_HostLogicRule):
             """,
             lines=(7,),
         ),
+        Invalid(
+            """
+            import torch
+
+            class Decoder(torch.nn.Module):
+                def forward(self, x):
+                    self.steps += 1
+                    noise = torch.randn(x.shape)
+                    return x + noise.cuda()
+
+            def build(sample):
+                decoder = Decoder().cuda().eval()
+                return torch.cuda.make_graphed_callables(decoder, (sample,))
+            """,
+            lines=(5, 6),
+        ),
     ]
     VALID = [
         Valid(
@@ -292,7 +373,24 @@ class HostSideEffect(_HostLogicRule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return out
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            class Decoder(torch.nn.Module):
+                def forward(self, x):
+                    noise = torch.randn(x.shape, device=x.device)  # CUDA RNG is recorded
+                    return x + noise
+
+            def capture(decoder, static_in):
+                decoder(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = decoder.forward(static_in)
+                return graph, out
+            """
+        ),
     ]
 
     def _globals_declared(self) -> frozenset[str]:

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from ..analyzer.cuda_graphs import is_graph_end
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
@@ -33,7 +34,7 @@ def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool
     project = rule.analysis.project
     for node in _iter_nodes(block):
         if isinstance(node, cst.Call):
-            if node is region.end:
+            if node is region.end or is_graph_end(region, node):
                 return True
             name = project.qualified_name(node.func, region.module, region.function)
             if name in rule.analysis.tables.ttnn.capture_end:
@@ -80,7 +81,9 @@ class CaptureLeftOpen(Rule):
     Flags a `begin_trace_capture` that an exception can leave open: the matching
     `end_trace_capture` is neither in a `finally` nor in an `except` handler catching
     `Exception` (or broader) of a `try` that starts right after the begin. Simple
-    assignments without calls between the begin and the `try` are allowed.
+    assignments without calls between the begin and the `try` are allowed. The same holds
+    for `g.capture_begin()` and `g.capture_end()` of a `torch.cuda.CUDAGraph`; a
+    `with torch.cuda.graph(g):` block always ends its capture and is never reported.
 
     ## Why is this bad?
     A failed capture stays open on the device. Every following ttnn call is then recorded
@@ -91,7 +94,7 @@ class CaptureLeftOpen(Rule):
     code = "TRC401"
     name = "capture-left-open"
     summary = "Capture that an exception can leave open"
-    help = "wrap the captured work in `try:` ... `finally: ttnn.end_trace_capture(...)`"
+    help = "wrap the captured work in `try:` ... `finally:` that ends the capture (`ttnn.end_trace_capture`, `g.capture_end()`)"
 
     INVALID = [
         Invalid(
@@ -105,7 +108,21 @@ class CaptureLeftOpen(Rule):
                 return tid, out
             """,
             lines=(4,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                graph.capture_begin()
+                out = model(static_in)
+                graph.capture_end()
+                return graph, out
+            """,
+            lines=(6,),
+        ),
     ]
     VALID = [
         Valid(
@@ -121,12 +138,29 @@ class CaptureLeftOpen(Rule):
                     ttnn.end_trace_capture(device, tid, cq_id=0)
                 return tid, out
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                graph.capture_begin()
+                try:
+                    out = model(static_in)
+                finally:
+                    graph.capture_end()
+                with torch.cuda.graph(graph):  # a `with` always ends the capture
+                    again = model(static_in)
+                return graph, out, again
+            """
+        ),
     ]
 
     def check_region(self, region: Region) -> None:
-        if region.end is None:
-            return  # ended in another function: nothing to judge here
+        if region.end is None or region.kind == "cuda-graph":
+            return  # ended in another function, or a `with` block, which always closes
         path = path_to(region.function.node.body, region.begin)
         line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
         if line_index is not None and line_index > 0:
@@ -271,18 +305,22 @@ class MissingWarmUp(Rule):
     another path of it (the "first call eager, second call captured" pattern), nor in a
     project function that calls the capturing function. A call matches by its resolved
     target or by the same expression, with the capturing function's parameters replaced by
-    the caller's arguments.
+    the caller's arguments. For `with torch.cuda.graph(g):` it is reported on the `with`
+    item; callables given to `torch.cuda.make_graphed_callables` warm up themselves.
 
     ## Why is this bad?
     The first run of an op compiles its program and writes it to the device. Inside a
     capture that fails on hardware with "Cannot load new binaries during trace capture ...
-    Warm up before capturing a trace." Run the same work once, uncaptured, first.
+    Warm up before capturing a trace." In a CUDA graph the first run does one-time setup
+    (library handles, kernel selection, allocator growth) that must not be recorded; torch
+    asks for a few warm-up iterations on a side stream. Run the same work once, uncaptured,
+    first.
     """
 
     code = "TRC404"
     name = "capture-without-warm-up"
     summary = "Capture of work that never ran before (no warm-up)"
-    help = "run the same work once before `begin_trace_capture`"
+    help = "run the same work once before the capture begins"
 
     INVALID = [
         Invalid(
@@ -298,7 +336,19 @@ class MissingWarmUp(Rule):
                 return tid, out
             """,
             lines=(4,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                return graph, static_out
+            """,
+            lines=(5,),
+        ),
     ]
     VALID = [
         Valid(
@@ -332,6 +382,26 @@ class MissingWarmUp(Rule):
                 return capture(device, model, x)
             """
         ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        model(static_in)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                return graph, static_out
+
+            def graphed(model, sample):
+                return torch.cuda.make_graphed_callables(model, (sample,))  # warms up itself
+            """
+        ),
     ]
 
     def _user_calls(self, region: Region) -> list[cst.Call]:
@@ -350,10 +420,29 @@ class MissingWarmUp(Rule):
             while isinstance(root, cst.Attribute):
                 root = root.value
             if isinstance(func, cst.Name) and project.qualified_name(func, module, function) is None:
-                calls.append(node)  # a local or parameter: `model(x)`, `step()`
+                if not self._bound_to_library(func.value, function):
+                    calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
+                if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.torch.tensor_methods:
+                    continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
+
+    def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
+        """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
+        project = self.analysis.project
+        values = [
+            n.value for n in iter_body_nodes(function)
+            if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)
+        ]
+
+        def library(expr: cst.BaseExpression) -> bool:
+            if isinstance(expr, cst.IfExp):
+                return library(expr.body) and library(expr.orelse)
+            qualified = project.qualified_name(expr, function.module, function)
+            return qualified is not None and project.lookup(qualified) is None and "." in qualified
+
+        return bool(values) and all(library(v) for v in values)
 
     def _matches(self, call: cst.Call, caller: FunctionInfo, candidate: cst.Call, text: str, target) -> bool:
         if target is not None and self.analysis.resolver.resolve(candidate, caller) is target:
@@ -420,7 +509,11 @@ class MissingWarmUp(Rule):
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; call it once before `begin_trace_capture` to compile its programs", module=region.module)
+            if region.kind == "ttnn":
+                advice = "call it once before `begin_trace_capture` to compile its programs"
+            else:
+                advice = "run it a few times (on a side stream) before capturing the CUDA graph"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {advice}", module=region.module)
 
 
 def _is_static(function: FunctionInfo) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ._common import in_control_flow_test, is_none, is_read_method_call, keyword, reads_to_host
+from ._torch import device_to_host, host_to_device, sync_call
 from .base import Invalid, Rule, Valid
 
 
@@ -17,6 +18,9 @@ class HostToDeviceWrite(_TransferRule):
     ## What it does
     Flags host-to-device writes in captured code: `ttnn.from_torch(..., device=...)`,
     `ttnn.as_tensor(..., device=...)`, `ttnn.to_device` and `ttnn.copy_host_to_device_tensor`.
+    In CUDA graphs: `torch.tensor(data, device="cuda")`, and `.cuda()` / `.to("cuda")` of a
+    tensor known to be on the host (made by a torch creation call without a device). A
+    receiver whose device is unknown is not reported.
 
     ## Why is this bad?
     A trace records device commands only. On hardware a write inside a capture fails with
@@ -30,7 +34,7 @@ class HostToDeviceWrite(_TransferRule):
     code = "TRC101"
     name = "host-to-device-in-capture"
     summary = "Host-to-device write in captured code"
-    help = "create inputs before the capture and copy new data into them before `execute_trace`"
+    help = "create inputs before the capture and copy new data into them before `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(
@@ -57,6 +61,21 @@ class HostToDeviceWrite(_TransferRule):
             """,
             lines=(5,),
         ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in, positions):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    pos = torch.tensor(positions, device="cuda")
+                    bias = torch.zeros(8).to("cuda:0")
+                    out = model(static_in, pos, bias)
+                return graph, out
+            """,
+            lines=(7, 8),
+        ),
     ]
     VALID = [
         Valid(
@@ -81,9 +100,27 @@ class HostToDeviceWrite(_TransferRule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
             """
         ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, positions, x):
+                static_pos = torch.tensor(positions, device="cuda")
+                model(static_pos, x.cuda())
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = model(static_pos, x.cuda())  # x's device is unknown: not reported
+                return graph, out, static_pos
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.context.torch_api_applies:
+            what = host_to_device(self.context, node)
+            if what is not None:
+                self.report(node, f"{what} writes host data to the device inside a capture; make the static input before capturing and `copy_` new data into it before `replay()`")
+                return
         name = self.context.qualified_name(node.func)
         if name is None:
             return
@@ -101,7 +138,8 @@ class DeviceToHostRead(_TransferRule):
     ## What it does
     Flags device-to-host reads in captured code: `ttnn.to_torch`, `ttnn.from_device`,
     `ttnn.copy_device_to_host_tensor`, the tensor methods `.cpu()`, `.to_torch()`, `.item()`,
-    `.tolist()`, `.numpy()`, and `str`/`repr`/`print`/f-strings of a device tensor.
+    `.tolist()`, `.numpy()`, and `str`/`repr`/`print`/f-strings of a device tensor. In CUDA
+    graphs also `.to("cpu")`, and printing the result of a torch op.
 
     A read that is the condition of an `if` or `while` is reported as TRC202 instead.
 
@@ -116,7 +154,7 @@ class DeviceToHostRead(_TransferRule):
     code = "TRC102"
     name = "device-to-host-in-capture"
     summary = "Device-to-host read in captured code"
-    help = "read outputs after `execute_trace`, outside the capture"
+    help = "read outputs after `execute_trace` / `graph.replay()`, outside the capture"
 
     INVALID = [
         Invalid(
@@ -145,6 +183,23 @@ class DeviceToHostRead(_TransferRule):
             """,
             lines=(5,),
         ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    logits = model(static_in)
+                    best = logits.argmax().item()
+                    probs = torch.softmax(logits, -1)
+                    host = probs.to("cpu")
+                    print(probs)
+                return graph, best, host
+            """,
+            lines=(8, 10, 11),
+        ),
     ]
     VALID = [
         Valid(
@@ -171,6 +226,20 @@ class DeviceToHostRead(_TransferRule):
                 return y
             """
         ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                model(static_in)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                    table = torch.arange(4).tolist()  # a host tensor: nothing to read back (TRC301)
+                graph.replay()
+                return static_out.to("cpu"), table
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -185,6 +254,10 @@ class DeviceToHostRead(_TransferRule):
             self.report(node, f"`.{method}()` reads the device tensor back to the host inside a capture")
         elif name in context.tables.python.formatting and any(context.is_device_value(a.value) for a in node.args):
             self.report(node, f"`{name}()` of a device tensor reads it back to the host inside a capture")
+        elif context.in_cuda_graph:
+            what = device_to_host(context, node)
+            if what is not None:
+                self.report(node, f"{what} reads the device tensor back to the host inside a capture")
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if in_control_flow_test(self.context, node):
@@ -199,20 +272,23 @@ class SyncInCapture(_TransferRule):
     """
     ## What it does
     Flags synchronization and events in captured code: `ttnn.synchronize_device`,
-    `ttnn.event_synchronize`, `ttnn.record_event` and `ttnn.wait_for_event`.
+    `ttnn.event_synchronize`, `ttnn.record_event` and `ttnn.wait_for_event`. In CUDA graphs:
+    `torch.cuda.synchronize()` and `.synchronize()` / `.query()` of a stream or event
+    (`torch.cuda.current_stream().synchronize()`, a local `torch.cuda.Event()`).
 
     ## Why is this bad?
     A trace replays device commands only; host-side waits are not recorded. On hardware,
     event synchronization inside a capture fails with "Event Synchronization is not
-    supported during trace capture."
+    supported during trace capture." A CUDA-graph capture fails the same way ("operation not
+    permitted when stream is capturing").
 
-    Synchronize before `begin_trace_capture` or after `execute_trace`.
+    Synchronize before `begin_trace_capture` or after `execute_trace` (`graph.replay()`).
     """
 
     code = "TRC103"
     name = "sync-in-capture"
     summary = "Synchronization or event in captured code"
-    help = "synchronize before `begin_trace_capture` or after `execute_trace`"
+    help = "synchronize before the capture begins or after `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(
@@ -227,7 +303,28 @@ class SyncInCapture(_TransferRule):
                 return y
             """,
             lines=(6,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            class Runner:
+                def __init__(self, model):
+                    self.model = model
+                    self.done = torch.cuda.Event()
+
+                def capture(self, static_in):
+                    self.model(static_in)
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        out = self.model(static_in)
+                        torch.cuda.synchronize()
+                        self.done.query()
+                        torch.cuda.current_stream().synchronize()
+                    return graph, out
+            """,
+            lines=(13, 14, 15),
+        ),
     ]
     VALID = [
         Valid(
@@ -242,13 +339,37 @@ class SyncInCapture(_TransferRule):
                 ttnn.synchronize_device(device)
                 return y
             """
-        )
+        ),
+        Valid(
+            """
+            import torch
+
+            def capture(model, static_in):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        model(static_in)  # warm-up on a side stream
+                torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                graph.replay()
+                torch.cuda.current_stream().synchronize()
+                return static_out
+            """
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.syncs:
             self.report(node, f"`{name}` synchronizes the host inside a capture; the trace cannot record it")
+        elif self.context.torch_api_applies:
+            what = sync_call(self.context, node)
+            if what is not None:
+                self.report(node, f"{what} waits on the GPU inside a capture; a CUDA graph cannot record it and the capture fails")
 
 
 RULES = [HostToDeviceWrite, DeviceToHostRead, SyncInCapture]

@@ -1,0 +1,32 @@
+"""Runtime guard for ttnn trace captures.
+
+`with guard():` wraps ttnn while the block runs and checks that a capture
+(`begin_trace_capture` .. `end_trace_capture`) records device ops only, before the trace is
+ever executed. Importing this package imports neither ttnn nor torch.
+"""
+
+from __future__ import annotations
+
+from trace_lint.runtime_guard.lifecycle import Guard, guard, install, is_installed, uninstall
+from trace_lint.runtime_guard.report import (
+    CaptureRecord,
+    Frame,
+    OpRecord,
+    TraceSafetyError,
+    TraceSafetyWarning,
+    Violation,
+)
+
+__all__ = [
+    "CaptureRecord",
+    "Frame",
+    "Guard",
+    "OpRecord",
+    "TraceSafetyError",
+    "TraceSafetyWarning",
+    "Violation",
+    "guard",
+    "install",
+    "is_installed",
+    "uninstall",
+]

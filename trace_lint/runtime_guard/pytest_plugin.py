@@ -1,0 +1,152 @@
+"""pytest plugin for the trace-lint runtime guard (entry point `pytest11: trace_lint`).
+
+- `--trace-guard` guards the whole session (`--trace-guard-mode=warn` to only warn);
+- the fixture `trace_guard` gives a guard active for one test, with its captures and violations;
+- the marker `@pytest.mark.trace_guard(mode="raise")` guards one test's call;
+- a short summary of guarded captures at the end.
+
+Nothing here imports ttnn (or torch) until a guard is actually started, and a run where ttnn
+is not installed is not disturbed: session guarding is skipped with a note, the fixture skips.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from typing import Any, Optional
+
+import pytest
+
+# Tests of the plugin itself may point it at a stand-in module instead of ttnn.
+MODULE_ENV = "TRACE_LINT_GUARD_TTNN_MODULE"
+
+
+class _PluginState:
+    def __init__(self) -> None:
+        self.session_guard: Any = None
+        self.guards: list[Any] = []
+        self.notes: list[str] = []
+
+
+_STATE_KEY = pytest.StashKey[_PluginState]()
+
+
+def _ttnn_module() -> Optional[Any]:
+    """The module to guard, imported now; None when it is not installed."""
+    name = os.environ.get(MODULE_ENV) or "ttnn"
+    if importlib.util.find_spec(name.split(".")[0]) is None:
+        return None
+    return importlib.import_module(name)
+
+
+def _mode(config: pytest.Config, marker: Optional[pytest.Mark] = None) -> str:
+    if marker is not None:
+        if marker.args:
+            return marker.args[0]
+        if "mode" in marker.kwargs:
+            return marker.kwargs["mode"]
+    return config.getoption("trace_guard_mode")
+
+
+def _start(config: pytest.Config, mode: str) -> Optional[Any]:
+    module = _ttnn_module()
+    if module is None:
+        return None
+    from trace_lint.runtime_guard.lifecycle import Guard
+
+    started = Guard(mode, ttnn_module=module).install()
+    config.stash[_STATE_KEY].guards.append(started)
+    return started
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trace-lint", "trace-lint runtime guard for ttnn trace captures")
+    group.addoption("--trace-guard", action="store_true", default=False,
+                    help="guard every ttnn trace capture of the session (trace-lint runtime guard)")
+    group.addoption("--trace-guard-mode", choices=("raise", "warn"), default="raise",
+                    help="raise: stop at the offending call; warn: warn at end_trace_capture (default: raise)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "trace_guard(mode='raise'): guard ttnn trace captures while this test runs (trace-lint)"
+    )
+    state = _PluginState()
+    config.stash[_STATE_KEY] = state
+    if config.getoption("trace_guard"):
+        state.session_guard = _start(config, config.getoption("trace_guard_mode"))
+        if state.session_guard is None:
+            state.notes.append("--trace-guard: ttnn is not importable here; nothing was guarded")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash.get(_STATE_KEY, None)
+    if state is None or state.session_guard is None:
+        return
+    from trace_lint.runtime_guard.report import TraceSafetyError
+
+    try:
+        state.session_guard.uninstall()
+    except TraceSafetyError as error:
+        state.notes.append(str(error))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def trace_guard(request: pytest.FixtureRequest):
+    """A runtime guard active for this test; `.captures`, `.violations`, `.report()`."""
+    marker = request.node.get_closest_marker("trace_guard")
+    started = _start(request.config, _mode(request.config, marker))
+    if started is None:
+        pytest.skip("trace_guard: ttnn is not importable, so there is nothing to guard")
+    try:
+        yield started
+    finally:
+        started.uninstall()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    marker = item.get_closest_marker("trace_guard")
+    if marker is None or "trace_guard" in getattr(item, "fixturenames", ()):
+        return (yield)
+    started = _start(item.config, _mode(item.config, marker))
+    if started is None:
+        item.config.stash[_STATE_KEY].notes.append(
+            f"{item.nodeid}: marked trace_guard but ttnn is not importable; ran unguarded"
+        )
+        return (yield)
+    try:
+        result = yield
+    except BaseException as error:
+        started.uninstall(error)
+        raise
+    started.uninstall()
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    state = terminalreporter.config.stash.get(_STATE_KEY, None)
+    if state is None or (not state.guards and not state.notes):
+        return
+    captures: list = []
+    seen: set[int] = set()
+    for started in state.guards:
+        for capture in started.captures:
+            if id(capture) not in seen:
+                seen.add(id(capture))
+                captures.append(capture)
+    terminalreporter.section("trace-lint runtime guard")
+    bad = [c for c in captures if c.violations]
+    executed = sum(c.executions for c in captures)
+    terminalreporter.write_line(
+        f"{len(captures)} capture{'s' if len(captures) != 1 else ''} guarded, "
+        f"{len(captures) - len(bad)} clean, {len(bad)} with violations, {executed} replay{'s' if executed != 1 else ''}"
+    )
+    for capture in captures:
+        terminalreporter.write_line("  " + capture.summary_line())
+        for violation in capture.violations:
+            terminalreporter.write_line(f"    {violation.headline()} at {violation.frame}")
+    for note in state.notes:
+        terminalreporter.write_line(note)
