@@ -140,6 +140,20 @@ def rule(
     typer.echo(found.docs().rstrip("\n"))
 
 
+@app.command()
+def lsp(
+    stdio: bool = typer.Option(True, "--stdio", help="Talk over stdin/stdout (the only transport; accepted because editors pass it)."),
+) -> None:
+    """Run the language server on stdio (needs the optional lsp extra: pygls)."""
+    try:
+        from .lsp.server import start
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        raise _fail(f"the language server needs pygls and lsprotocol ({error}); install them with: pip install 'trace-lint[lsp]'")
+    start()
+
+
 def main() -> None:
     app()
 

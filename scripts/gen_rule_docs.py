@@ -1,0 +1,35 @@
+"""Regenerate docs/rules.md from the rule classes, or with --check fail if it is stale.
+
+    python scripts/gen_rule_docs.py          # rewrite docs/rules.md
+    python scripts/gen_rule_docs.py --check  # exit 1 if docs/rules.md differs from the code
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from trace_lint.docs import render  # noqa: E402
+
+OUT = ROOT / "docs" / "rules.md"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        current = OUT.read_text(encoding="utf-8") if OUT.is_file() else ""
+        if current != text:
+            print(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/gen_rule_docs.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text, encoding="utf-8", newline="\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""docs/rules.md, rendered from the rule classes: a table of every rule, then each rule's docs
+(the same text as `trace-lint rule CODE`). `python -m trace_lint.docs` prints it."""
+
+from __future__ import annotations
+
+from .rules import ALL_RULES
+
+HEADER = """\
+# Rules
+
+<!-- Generated from the rule classes by `python scripts/gen_rule_docs.py`; do not edit by hand. -->
+
+Every rule, with what it flags and what to write instead. `trace-lint rule CODE` prints the
+same text in a terminal. Rules marked opt-in run only when selected by their full code
+(`--select TRC204`) or `ALL`.
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _demote(markdown: str) -> str:
+    """One heading level down, outside fenced code (Python comments start with `#` too)."""
+    out = []
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            line = "#" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def render() -> str:
+    parts = [HEADER, "| Code | Name | What it flags | Default |", "|---|---|---|---|"]
+    for rule in ALL_RULES:
+        default = "on" if rule.default_enabled else "opt-in"
+        parts.append(f"| [{rule.code}](#{rule.code.lower()}) | `{rule.name}` | {_cell(rule.summary)} | {default} |")
+    for rule in ALL_RULES:
+        # An explicit anchor, so the docs links findings carry (`rules/#trc101`) land here.
+        parts += ["", f'<a id="{rule.code.lower()}"></a>', "", _demote(rule.docs()).rstrip("\n")]
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

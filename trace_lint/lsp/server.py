@@ -1,0 +1,418 @@
+"""The language server: diagnostics for open Python documents, and code actions to suppress
+a finding or apply its fix.
+
+Each document is checked as part of its project (the folder of the nearest pyproject.toml
+with `[tool.trace-lint]`, else the workspace folder holding it), with the text of every
+open buffer of that project in place of the file on disk, so calls into other files resolve
+and unsaved edits count. One check covers every open document of that project.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional, Sequence
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
+
+from .. import __version__
+from ..analyzer.discovery import discover
+from ..analyzer.findings import Edit, Finding, Related
+from ..checker import check
+from ..config import ConfigError, Settings, load_settings
+from .noqa import suppression_edit
+from .positions import split_lines, to_client
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "trace-lint"
+DEBOUNCE_SECONDS = 0.5
+PYTHON_SUFFIXES = (".py", ".pyi")
+# Suppressing these with `# noqa` means nothing: a parse error, or a stale suppression itself.
+NOT_SUPPRESSIBLE = ("TRC001", "TRC002")
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "info": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+@dataclass
+class _Checked:
+    """What the last check saw of one document and what it found there."""
+
+    version: Optional[int]
+    text: str
+    findings: list[Finding]
+    diagnostics: list[types.Diagnostic]
+
+
+@dataclass(frozen=True)
+class _Project:
+    root: Optional[Path]  # None: the document alone
+    settings: Settings
+
+
+class _Protocol(LanguageServerProtocol):
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            # pygls drops a request whose params do not parse; answer it, or the client waits forever.
+            if isinstance(data, dict) and "method" in data and "id" in data and "error" not in data:
+                self._send_response(data["id"], None, error.to_response_error())
+            raise
+
+
+class TraceLintServer(LanguageServer):
+    def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
+        super().__init__("trace-lint", __version__, protocol_cls=_Protocol)
+        self.debounce = debounce
+        self.checked: dict[str, _Checked] = {}
+        self._pending: dict[str, asyncio.Task] = {}
+        self._shown_errors: set[str] = set()
+        # One check at a time, off the event loop: requests keep being answered meanwhile.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-lint-check")
+
+    # -- documents -------------------------------------------------------------------------
+    def open_document(self, uri: str):
+        documents = self.workspace.text_documents
+        return documents.get(uri) or documents.get(unquote(uri))
+
+    def is_python(self, uri: str) -> bool:
+        document = self.open_document(uri)
+        if document is not None and document.language_id == "python":
+            return True
+        return unquote(uri).endswith(PYTHON_SUFFIXES)
+
+    def document_path(self, uri: str) -> Path:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if path:
+            return Path(path).resolve()
+        # An untitled buffer: checked on its own, under a name in the working folder.
+        name = Path(unquote(uri).rsplit("/", 1)[-1] or "untitled").name
+        return (Path.cwd() / (name if name.endswith(PYTHON_SUFFIXES) else name + ".py")).resolve()
+
+    def encoding(self) -> str:
+        encoding = str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+        return encoding if encoding in ("utf-8", "utf-16", "utf-32") else "utf-16"
+
+    # -- scheduling ------------------------------------------------------------------------
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check `uri` after `delay` seconds; a newer request for the same document replaces it."""
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self._pending[uri] = asyncio.get_running_loop().create_task(self._check_later(uri, delay))
+
+    async def _check_later(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self.check_document(uri)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # never let one document take the server down
+            self.report_failure(f"checking {uri} failed: {type(error).__name__}: {error}", traceback.format_exc())
+        finally:
+            if self._pending.get(uri) is asyncio.current_task():
+                del self._pending[uri]
+
+    def forget(self, uri: str) -> None:
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self.checked.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def report_failure(self, message: str, details: str = "") -> None:
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
+        if message not in self._shown_errors:  # tell the user once, not on every keystroke
+            self._shown_errors.add(message)
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"trace-lint: {message}"))
+
+    # -- checking --------------------------------------------------------------------------
+    def project_for(self, path: Path) -> _Project:
+        start = path.parent if not path.is_dir() else path
+        while not start.exists() and start != start.parent:
+            start = start.parent
+        settings = load_settings(start)
+        if settings.config_file is not None:
+            return _Project(settings.root, settings)
+        folder = self.workspace_folder_of(path)
+        if folder is None:
+            return _Project(None, settings)
+        return _Project(folder, replace(settings, root=folder))
+
+    def workspace_folder_of(self, path: Path) -> Optional[Path]:
+        candidates = []
+        for folder in self.workspace.folders.values():
+            folder_path = to_fs_path(folder.uri)
+            if folder_path:
+                candidates.append(Path(folder_path).resolve())
+        if not candidates and self.workspace.root_path:
+            candidates.append(Path(self.workspace.root_path).resolve())
+        inside = [c for c in candidates if c == path or c in path.parents]
+        return max(inside, key=lambda c: len(c.parts)) if inside else None
+
+    async def check_document(self, uri: str) -> None:
+        document = self.open_document(uri)
+        if document is None or not self.is_python(uri):
+            return
+        path = self.document_path(document.uri)
+        try:
+            project = self.project_for(path)
+        except ConfigError as error:
+            self.report_failure(f"configuration error: {error}")
+            self._publish(document.uri, document.version, document.source, [])
+            return
+        # Every open buffer of the same project, as the editor holds it now.
+        snapshot: dict[str, tuple[Path, Optional[int], str]] = {}
+        for other_uri in list(self.workspace.text_documents):
+            other = self.open_document(other_uri)
+            if other is None or not self.is_python(other.uri):
+                continue
+            other_path = self.document_path(other.uri)
+            if other.uri != document.uri and (project.root is None or project.root not in other_path.parents):
+                continue
+            snapshot[other.uri] = (other_path, other.version, other.source)
+        loop = asyncio.get_running_loop()
+        findings = await loop.run_in_executor(self._executor, self._run_check, project, path, snapshot)
+        for other_uri, (other_path, version, text) in snapshot.items():
+            current = self.open_document(other_uri)
+            if current is None or current.version != version:
+                continue  # edited meanwhile: a newer check is on its way
+            self._publish(other_uri, version, text, findings.get(other_path, []))
+
+    def _run_check(self, project: _Project, path: Path, snapshot: dict) -> dict[Path, list[Finding]]:
+        sources = {p: text for p, _version, text in snapshot.values()}
+        # Open buffers are named too: named files are always parsed (a syntax error shows).
+        targets = [*([project.root] if project.root is not None else []), *sources]
+        result = check(targets, project.settings, sources=sources)
+        if result.errors:
+            logger.info("trace-lint: %s", "; ".join(result.errors))
+        excluded = self._excluded({p for p, _version, _text in snapshot.values()}, project.settings)
+        by_path: dict[Path, list[Finding]] = {}
+        for finding in result.findings:
+            finding_path = Path(os.path.abspath(finding.filename)).resolve()
+            if finding_path not in excluded:
+                by_path.setdefault(finding_path, []).append(finding)
+        return by_path
+
+    @staticmethod
+    def _excluded(paths: set[Path], settings: Settings) -> set[Path]:
+        """Open files that the configured excludes leave out, as `check --force-exclude` does."""
+        on_disk = [p for p in paths if p.is_file()]
+        kept = {f.resolve() for f in discover(on_disk, settings, force_exclude=True).files}
+        return {p for p in on_disk if p not in kept}
+
+    def _publish(self, uri: str, version: Optional[int], text: str, findings: list[Finding]) -> None:
+        lines = split_lines(text)
+        diagnostics = [self.diagnostic(finding, lines) for finding in findings]
+        self.checked[uri] = _Checked(version, text, findings, diagnostics)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+
+    # -- conversion ------------------------------------------------------------------------
+    def lines_of(self, filename: str) -> Optional[list[str]]:
+        path = Path(os.path.abspath(filename)).resolve()
+        for uri in list(self.workspace.text_documents):
+            document = self.open_document(uri)
+            if document is not None and self.document_path(document.uri) == path:
+                return split_lines(document.source)
+        try:
+            return split_lines(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+
+    def lsp_range(self, lines: Optional[Sequence[str]], start: tuple[int, int], end: tuple[int, int]) -> types.Range:
+        return lsp_range(lines, start, end, self.encoding())
+
+    def diagnostic(self, finding: Finding, lines: Sequence[str]) -> types.Diagnostic:
+        start = (finding.location.row, finding.location.column)
+        end = (finding.end_location.row, finding.end_location.column)
+        if end <= start:  # a point (a parse error): underline one character so editors show it
+            end = (start[0], start[1] + 1)
+        related = []
+        for step in self._chain_steps(finding):
+            step_lines = lines if Path(os.path.abspath(step.filename)).resolve() == Path(os.path.abspath(finding.filename)).resolve() else self.lines_of(step.filename)
+            position = (step.location.row, step.location.column)
+            related.append(
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(
+                        uri=from_fs_path(str(Path(os.path.abspath(step.filename)).resolve())) or step.filename,
+                        range=self.lsp_range(step_lines, position, position),
+                    ),
+                    message=step.message,
+                )
+            )
+        return types.Diagnostic(
+            range=self.lsp_range(lines, start, end),
+            severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
+            code=finding.code,
+            code_description=types.CodeDescription(href=finding.url),
+            source=SOURCE,
+            message=finding.message,
+            related_information=related or None,
+        )
+
+    @staticmethod
+    def _chain_steps(finding: Finding) -> list[Related]:
+        """Every call chain back to a capture site, outermost first, each step once."""
+        steps: list[Related] = []
+        for chain in finding.chains or [finding.related]:
+            for step in chain:
+                if step not in steps:
+                    steps.append(step)
+        return steps
+
+    def text_edit(self, lines: Sequence[str], edit: Edit) -> types.TextEdit:
+        return text_edit(lines, edit, self.encoding())
+
+    def workspace_edit(self, uri: str, version: Optional[int], edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+        capabilities = self.client_capabilities
+        versioned = bool(
+            capabilities.workspace
+            and capabilities.workspace.workspace_edit
+            and capabilities.workspace.workspace_edit.document_changes
+        )
+        if versioned:
+            # The client drops the edit if the document changed since it was checked.
+            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)])
+        return types.WorkspaceEdit(changes={uri: edits})
+
+    # -- code actions ----------------------------------------------------------------------
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        checked = self.checked.get(uri) or self.checked.get(unquote(uri))
+        document = self.open_document(uri)
+        if checked is None or document is None or document.version != checked.version:
+            return []  # positions would be stale; the next check brings fresh ones
+        only = params.context.only
+        if only and not any(str(types.CodeActionKind.QuickFix).startswith(str(kind)) for kind in only):
+            return []
+        wanted = params.range
+        lines = split_lines(checked.text)
+        actions: list[types.CodeAction] = []
+        for finding, diagnostic in zip(checked.findings, checked.diagnostics):
+            if not _overlaps(diagnostic.range, wanted) and not _listed(diagnostic, params.context.diagnostics):
+                continue
+            if finding.fix is not None and finding.fix.applicability != "display-only":
+                edits = [self.text_edit(lines, edit) for edit in finding.fix.edits]
+                actions.append(
+                    types.CodeAction(
+                        title=f"Fix {finding.code}: {finding.fix.message}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        is_preferred=finding.fix.applicability == "safe",
+                        edit=self.workspace_edit(uri, checked.version, edits),
+                    )
+                )
+            if finding.code in NOT_SUPPRESSIBLE:
+                continue
+            noqa = suppression_edit(checked.text, finding)
+            if noqa is not None:
+                actions.append(
+                    types.CodeAction(
+                        title=f"Suppress {finding.code} on this line",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        edit=self.workspace_edit(uri, checked.version, [self.text_edit(lines, noqa)]),
+                    )
+                )
+        return actions
+
+
+def lsp_range(lines: Optional[Sequence[str]], start: tuple[int, int], end: tuple[int, int], encoding: str = "utf-16") -> types.Range:
+    """1-based (row, code-point column) pairs -> an LSP range in the client's units."""
+    if lines is None:  # the file cannot be read: columns stay code points
+        return types.Range(
+            start=types.Position(line=max(start[0] - 1, 0), character=max(start[1] - 1, 0)),
+            end=types.Position(line=max(end[0] - 1, 0), character=max(end[1] - 1, 0)),
+        )
+    first = to_client(lines, *start, encoding)
+    last = to_client(lines, *end, encoding)
+    return types.Range(start=types.Position(*first), end=types.Position(*max(first, last)))
+
+
+def text_edit(lines: Sequence[str], edit: Edit, encoding: str = "utf-16") -> types.TextEdit:
+    start = (edit.location.row, edit.location.column)
+    end = (edit.end_location.row, edit.end_location.column)
+    return types.TextEdit(range=lsp_range(lines, start, end, encoding), new_text=edit.content)
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    # By line: editors ask with the cursor's position, and the actions are about lines.
+    return a.start.line <= b.end.line and b.start.line <= a.end.line
+
+
+def _listed(diagnostic: types.Diagnostic, sent: Sequence[types.Diagnostic]) -> bool:
+    return any(
+        d.source == SOURCE and d.code == diagnostic.code and d.range == diagnostic.range for d in sent or ()
+    )
+
+
+def create_server(debounce: float = DEBOUNCE_SECONDS) -> TraceLintServer:
+    server = TraceLintServer(debounce=debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TraceLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TraceLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TraceLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if unquote(uri).endswith(("pyproject.toml", "trace-lint.toml")):
+            _recheck_all(ls)  # the settings may have changed
+        else:
+            ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TraceLintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: TraceLintServer, params: types.DidChangeConfigurationParams) -> None:
+        _recheck_all(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: TraceLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        _recheck_all(ls)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
+    )
+    def code_action(ls: TraceLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return ls.code_actions(params)
+
+    return server
+
+
+def _recheck_all(ls: TraceLintServer) -> None:
+    ls._shown_errors.clear()
+    for uri in list(ls.workspace.text_documents):
+        if ls.is_python(uri):
+            ls.schedule(uri, 0)
+
+
+def start() -> None:
+    """Serve on stdin/stdout until the client says exit."""
+    debounce = os.environ.get("TRACE_LINT_LSP_DEBOUNCE")
+    create_server(float(debounce) if debounce else DEBOUNCE_SECONDS).start_io()

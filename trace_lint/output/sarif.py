@@ -1,0 +1,155 @@
+"""`sarif`: SARIF 2.1.0, in the shape GitHub code scanning accepts.
+
+Locations are relative to the repository root (`%SRCROOT%`); regions are 1-based with an
+exclusive `endColumn`, columns counted in code points (`columnKind`). The call chain of a
+finding becomes `relatedLocations`, linked from the message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Optional, Sequence
+from urllib.parse import quote
+
+from .. import __version__
+from ..analyzer.findings import DOCS_URL, Finding, Location
+from ..rules import ALL_RULES
+from . import OutputContext
+from ._paths import relative_to_root, repository_root
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = DOCS_URL.split("/rules/")[0] + "/"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT = "traceLintFinding/v1"
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _text(text: str) -> str:
+    # In SARIF message text, brackets start links: literal ones are escaped.
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
+def _rule_descriptor(rule) -> dict:
+    what = rule.explanation("What it does") or rule.summary
+    why = rule.explanation("Why is this bad")
+    plain = what + (f"\n\nWhy is this bad? {why}" if why else "") + (f"\n\n{rule.help}" if rule.help else "")
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": what},
+        "help": {"text": plain, "markdown": rule.docs()},
+        "helpUri": DOCS_URL.format(code=rule.code.lower()),
+        "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "error"), "enabled": bool(rule.default_enabled)},
+        "properties": {"tags": ["trace-safety", f"TRC{rule.code[3]}xx"]},
+    }
+
+
+def _artifact(filename: str, root: Path) -> dict:
+    relative = relative_to_root(filename, root)
+    if relative is None:  # outside the repository: an absolute URI, no base
+        return {"uri": Path(filename).resolve().as_uri()}
+    return {"uri": quote(relative), "uriBaseId": SRCROOT}
+
+
+def _region(start: Location, end: Optional[Location]) -> dict:
+    region = {"startLine": start.row, "startColumn": start.column}
+    if end is not None and (end.row, end.column) > (start.row, start.column):
+        region["endLine"] = end.row
+        region["endColumn"] = end.column
+    elif end is not None:
+        region["endLine"] = start.row  # a point: SARIF extends it to the end of the line
+    return region
+
+
+def _fingerprint(finding: Finding, line_text: Optional[str], occurrence: int, uri: str) -> str:
+    """Stable while the flagged line's text is unchanged, even when lines move above it."""
+    anchor = " ".join(line_text.split()) if line_text is not None else str(finding.location.row)
+    digest = hashlib.sha256("\0".join((finding.code, uri, anchor)).encode("utf-8")).hexdigest()
+    return f"{digest[:32]}:{occurrence}"
+
+
+def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optional[Path] = None) -> dict:
+    root = root or repository_root()
+    index = {rule.code: position for position, rule in enumerate(ALL_RULES)}
+    lines_cache: dict[str, Optional[list[str]]] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    results = []
+    for finding in findings:
+        if finding.filename not in lines_cache:
+            source = context.read_source(finding.filename)
+            lines_cache[finding.filename] = None if source is None else _LINE_END.split(source)
+        lines = lines_cache[finding.filename]
+        line_text = lines[finding.location.row - 1] if lines and 1 <= finding.location.row <= len(lines) else None
+        artifact = _artifact(finding.filename, root)
+        key = (finding.code, artifact["uri"], " ".join((line_text or "").split()))
+        occurrence = seen.get(key, 0)
+        seen[key] = occurrence + 1
+
+        related = []
+        links = []
+        for step_id, step in enumerate(finding.related, start=1):
+            related.append(
+                {
+                    "id": step_id,
+                    "physicalLocation": {
+                        "artifactLocation": _artifact(step.filename, root),
+                        "region": _region(step.location, None),
+                    },
+                    "message": {"text": _text(step.message)},
+                }
+            )
+            links.append(f"[{_text(step.message)}]({step_id})")
+        message = _text(finding.message)
+        if links:
+            message += " (captured via " + " → ".join(links) + ")"
+
+        result = {
+            "ruleId": finding.code,
+            "level": _LEVEL.get(finding.severity, "error"),
+            "message": {"text": message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": artifact,
+                        "region": _region(finding.location, finding.end_location),
+                    }
+                }
+            ],
+            "partialFingerprints": {FINGERPRINT: _fingerprint(finding, line_text, occurrence, artifact["uri"])},
+        }
+        if finding.code in index:
+            result["ruleIndex"] = index[finding.code]
+        if related:
+            result["relatedLocations"] = related
+        results.append(result)
+
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "trace-lint",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": [_rule_descriptor(rule) for rule in ALL_RULES],
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+
+
+def format_findings(findings: Sequence[Finding], context: OutputContext) -> str:
+    return json.dumps(sarif_log(findings, context), indent=2, ensure_ascii=False) + "\n"
