@@ -49,7 +49,7 @@ def check(
     found = discover(on_disk, settings, force_exclude=force_exclude)
     result.errors.extend(found.errors)
     files = list(found.files)
-    explicit = {real_path(p) for p in paths if real_path(p) in sources or (p.exists() and not p.is_dir())}
+    explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
     modules: list[ModuleInfo] = []
     seen: set[Path] = set()
     for path in [*files, *(Path(p) for p in sources)]:

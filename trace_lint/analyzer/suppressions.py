@@ -128,7 +128,13 @@ def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
             if isinstance(node, cst.SimpleStatementLine):
                 start, end = code_range.start.line, code_range.end.line
             elif isinstance(node, (cst.If, cst.While, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)):
-                start, end = code_range.start.line, module.positions[node.body].start.line
+                start = code_range.start.line
+                body = node.body
+                # An indented body starts on a later line: the header ends before its first statement.
+                if isinstance(body, cst.IndentedBlock) and body.body:
+                    end = module.positions[body.body[0]].start.line - 1
+                else:
+                    end = module.positions[body].start.line
             else:
                 continue
             if end > start:

@@ -1,0 +1,83 @@
+"""Suppression comments and TRC002, through the real engine."""
+
+from __future__ import annotations
+
+from .conftest import findings_for
+
+HEAD = """import ttnn
+
+
+def capture(device, x):
+    x(device)
+    tid = ttnn.begin_trace_capture(device)
+    try:
+"""
+TAIL = """    finally:
+        ttnn.end_trace_capture(device, tid)
+"""
+
+
+def _rows(findings):
+    return sorted((f.location.row, f.code) for f in findings)
+
+
+def test_noqa_on_def_line_does_not_silence_the_body(tmp_path):
+    source = """import ttnn
+
+
+def step(x):  # noqa: TRC102
+    return ttnn.to_torch(x)
+
+
+def capture(device, x):
+    step(x)
+    tid = ttnn.begin_trace_capture(device)
+    try:
+        step(x)
+    finally:
+        ttnn.end_trace_capture(device, tid)
+"""
+    findings = findings_for(source, tmp_path)
+    assert _rows(findings) == [(4, "TRC002"), (5, "TRC102")]
+    assert [f.noqa_row for f in findings if f.code == "TRC102"] == [5]
+
+
+def test_multiline_statement_noqa_on_first_line(tmp_path):
+    source = HEAD + "        y = ttnn.add(  # noqa: TRC102\n            ttnn.to_torch(x),\n            x,\n        )\n" + TAIL
+    assert _rows(findings_for(source, tmp_path)) == []
+
+
+def test_code_list_ends_at_first_non_code(tmp_path):
+    source = HEAD + "        y = ttnn.to_torch(x)  # noqa: TRC101  because TRC102 is on purpose\n" + TAIL
+    assert _rows(findings_for(source, tmp_path)) == [(8, "TRC002"), (8, "TRC102")]
+
+
+def test_ignore_prefix_and_disable_range(tmp_path):
+    source = HEAD + (
+        "        a = ttnn.to_torch(x)  # trace-lint: ignore[TRC1]\n"
+        "        # trace-lint: disable[TRC10]\n"
+        "        b = ttnn.to_torch(x)\n"
+        "        ttnn.synchronize_device(device)\n"
+        "        # trace-lint: enable[TRC10]\n"
+        "        c = ttnn.to_torch(x)\n"
+    ) + TAIL
+    assert _rows(findings_for(source, tmp_path)) == [(13, "TRC102")]
+
+
+def test_file_level_noqa_before_first_statement(tmp_path):
+    source = "# trace-lint: noqa\n" + HEAD + "        y = ttnn.to_torch(x)\n" + TAIL
+    assert findings_for(source, tmp_path) == []
+    late = HEAD + "        y = ttnn.to_torch(x)\n" + TAIL + "# trace-lint: noqa\n"
+    assert _rows(findings_for(late, tmp_path)) == [(8, "TRC102")]
+
+
+def test_unused_disable_and_unknown_codes(tmp_path):
+    source = HEAD + "        # trace-lint: disable[TRC3]\n        y = ttnn.relu(x)  # trace-lint: ignore[TRC777]\n" + TAIL
+    findings = findings_for(source, tmp_path)
+    assert _rows(findings) == [(8, "TRC002"), (9, "TRC002")]
+    assert "unknown code `TRC777`" in [f.message for f in findings if f.location.row == 9][0]
+
+
+def test_suppression_of_unselected_rule_is_not_reported(tmp_path):
+    source = HEAD + "        y = ttnn.to_torch(x)  # noqa: TRC102\n" + TAIL
+    assert _rows(findings_for(source, tmp_path, select=("TRC0", "TRC2"))) == []
