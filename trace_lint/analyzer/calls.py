@@ -6,6 +6,8 @@ finding on the wrong function is worse than a miss.
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import libcst as cst
@@ -155,10 +157,15 @@ class CallResolver:
             found = []
             needle = f"def {name}(".encode()
             for module in self.project.modules_mentioning(needle):
+                # A method's def is indented; a module with only top-level defs of the name needs no parse.
+                if not re.search(rb"^[ \t]+(?:async[ \t]+)?" + re.escape(needle), self.project.raw_bytes(module), re.MULTILINE):
+                    continue
                 module.load()
                 for cls in module.classes.values():
                     if name in cls.methods:
                         found.append(cls.methods[name])
+                if len(found) > 1:
+                    break  # not unique: no need to parse the other modules
             self._methods_by_name[name] = found
         candidates = self._methods_by_name[name]
         return candidates[0] if len(candidates) == 1 else None

@@ -264,10 +264,9 @@ class Engine:
     # -- the run ---------------------------------------------------------------------------
     def candidate_modules(self) -> list[ModuleInfo]:
         """Modules that can hold captured code or lifecycle calls; the rest parse only on demand."""
-        tokens = list(CAPTURE_TOKENS)
-        for name in (*self.settings.captured_functions, *self.settings.captured_decorators, *self.settings.capture_helpers):
-            tokens.append(name.rsplit(".", 1)[-1].encode())
-        return [m for m in self.project.modules if id(m) in self.always_parse or any(t in self.project.raw_bytes(m) for t in tokens)]
+        from .prefilter import candidate_modules, prefilter_for
+
+        return candidate_modules(self.project, prefilter_for(self.settings, self.tables), self.always_parse)
 
     def run(self) -> list[Finding]:
         candidates = self.candidate_modules()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Union
+from typing import Iterator, Mapping, Optional, Union
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -81,7 +81,10 @@ class ModuleInfo:
         self.read_error: Optional[str] = None
         self.tree: Optional[cst.Module] = None
         self.parse_error: Optional[tuple[str, int, int]] = None
-        self.positions: dict = {}
+        # Node -> CodeRange, computed on first use: libcst's position pass costs as much as
+        # the parse, and modules loaded only to look names up never need it.
+        self._positions: Optional[Mapping] = None
+        self._positioned_tree: Optional[cst.Module] = None
         self.imports: dict[str, str] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
@@ -118,16 +121,31 @@ class ModuleInfo:
         except (RecursionError, MemoryError, ValueError) as error:
             self.parse_error = (f"cannot parse: {type(error).__name__}", 1, 1)
             return
+        self._positioned_tree = tree
         try:
-            wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
-            self.positions = wrapper.resolve(PositionProvider)
             _Collector(self).collect(tree)
         except (RecursionError, KeyError):
             # libcst re-raises a RecursionError in position tracking as a KeyError.
-            self.positions = {}
+            self._positions = {}
             self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
             return
         self.tree = tree
+
+    @property
+    def positions(self) -> Mapping:
+        if self._positions is None:
+            self._positions = {}
+            if self._positioned_tree is not None:
+                try:
+                    self._positions = MetadataWrapper(self._positioned_tree, unsafe_skip_copy=True).resolve(PositionProvider)
+                except (RecursionError, KeyError):
+                    if self.parse_error is None:
+                        self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
+        return self._positions
+
+    @positions.setter
+    def positions(self, value: Mapping) -> None:
+        self._positions = value
 
     @property
     def text(self) -> str:
@@ -460,6 +478,7 @@ class Project:
         for module in modules:
             self.by_name.setdefault(module.name, []).append(module)
         self._raw: dict[int, bytes] = {}
+        self._lookups: dict[tuple[str, int], Optional[Definition]] = {}
 
     def module(self, name: str) -> Optional[ModuleInfo]:
         candidates = self.by_name.get(name)
@@ -517,6 +536,16 @@ class Project:
 
     def lookup(self, qualified: str, _depth: int = 0) -> Optional[Definition]:
         """The project function or class a dotted name designates, following re-exports."""
+        # Memoized by (name, depth): the answer is fixed once the modules it reads are loaded,
+        # and without it re-export chains (torch's) branch exponentially.
+        key = (qualified, _depth)
+        if key in self._lookups:
+            return self._lookups[key]
+        found = self._lookup(qualified, _depth)
+        self._lookups[key] = found
+        return found
+
+    def _lookup(self, qualified: str, _depth: int) -> Optional[Definition]:
         if _depth > 20:
             return None
         parts = qualified.split(".")
