@@ -22,12 +22,17 @@ _BUILTIN_METHODS = frozenset(
 )
 
 
+PARTIAL = frozenset({"functools.partial"})
+
+
 class CallResolver:
     def __init__(self, project: Project):
         self.project = project
         self._methods_by_name: dict[str, list[FunctionInfo]] = {}
         self._local_classes: dict[int, dict[str, tuple[str, cst.BaseExpression]]] = {}
         self._resolved: dict[tuple[int, int], Optional[FunctionInfo]] = {}
+        self._lambdas: dict[int, FunctionInfo] = {}
+        self._local_callables: dict[int, dict[str, cst.BaseExpression]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -120,6 +125,65 @@ class CallResolver:
             self._local_classes[key] = {k: v for k, v in seen.items() if v is not None}
         return self._local_classes[key]
 
+    def local_callables(self, function: FunctionInfo) -> dict[str, cst.BaseExpression]:
+        """Names bound once in the function to a lambda or a `functools.partial(...)`."""
+        key = id(function)
+        if key not in self._local_callables:
+            seen: dict[str, Optional[cst.BaseExpression]] = {}
+            for node in function.nodes:
+                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                    name = node.targets[0].target.value
+                    value = node.value if isinstance(node.value, cst.Lambda) or self._is_partial(node.value, function) else None
+                    seen[name] = value if name not in seen else None
+            self._local_callables[key] = {k: v for k, v in seen.items() if v is not None}
+        return self._local_callables[key]
+
+    def _is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and bool(expr.args)
+            and self.project.qualified_name(expr.func, function.module, function) in PARTIAL
+        )
+
+    def lambda_function(self, node: cst.Lambda, module: ModuleInfo, enclosing: Optional[FunctionInfo]) -> FunctionInfo:
+        """A lambda as a function of its own: its body is the captured work when it is passed
+        to a capture helper or called from captured code."""
+        key = id(node)
+        if key not in self._lambdas:
+            params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+            prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
+            info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params)  # type: ignore[arg-type]
+            stack: list[cst.CSTNode] = [node.body]
+            while stack:
+                current = stack.pop()
+                info.nodes.append(current)
+                if not isinstance(current, cst.Lambda):
+                    stack.extend(reversed(current.children))
+            self._lambdas[key] = info
+        return self._lambdas[key]
+
+    def callable_target(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo) -> Optional[FunctionInfo]:
+        """What calling `expr` runs: a project function, a bound method, a lambda's body,
+        the function a `functools.partial` wraps, an instance's `__call__`/`forward`."""
+        if isinstance(expr, cst.Lambda):
+            return self.lambda_function(expr, module, function)
+        if function is None:
+            if isinstance(expr, (cst.Name, cst.Attribute)):
+                name = self.project.qualified_name(expr, module, None)
+                definition = self.project.lookup(name) if name else None
+                return definition if isinstance(definition, FunctionInfo) else None
+            return None
+        if self._is_partial(expr, function):
+            return self.callable_target(expr.args[0].value, function, module)  # type: ignore[union-attr]
+        if isinstance(expr, cst.Name):
+            bound = self.local_callables(function).get(expr.value)
+            if bound is not None:
+                return self.callable_target(bound, function, module)
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+            # Calling it is what the capture does: resolve it as the callee of a call.
+            return self.resolve(cst.Call(func=expr), function)
+        return None
+
     def _local_class(self, name: str, function: FunctionInfo) -> Optional[ClassInfo]:
         binding = self.local_constructions(function).get(name)
         if binding is None:
@@ -165,7 +229,7 @@ class CallResolver:
 
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
-        key = (id(call), id(function))
+        key = (id(call.func), id(function))
         if key not in self._resolved:
             self._resolved[key] = self._resolve(call, function)
         return self._resolved[key]
@@ -179,6 +243,9 @@ class CallResolver:
                 if func.value in scope.nested:
                     return scope.nested[func.value]
                 scope = scope.parent
+            bound = self.local_callables(function).get(func.value)
+            if bound is not None:
+                return self.callable_target(bound, function, module)
             if func.value in self.local_constructions(function):
                 cls = self._local_class(func.value, function)
                 return self.call_target_of_instance(cls) if cls is not None else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -404,13 +404,14 @@ class MissingWarmUp(Rule):
         ),
     ]
 
-    def _user_calls(self, region: Region) -> list[cst.Call]:
-        module, function = region.module, region.function
+    def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
+        """Calls of user code among the nodes: project functions, locals and parameters,
+        and `self.*` calls (`self.model(x)`, `self.model.forward(x)`)."""
+        module = function.module
         project = self.analysis.project
-        receiver = function.params[0] if function.cls is not None and function.params else None
         calls = []
-        for node in iter_body_nodes(function):
-            if not isinstance(node, cst.Call) or not region.contains(node):
+        for node in nodes:
+            if not isinstance(node, cst.Call):
                 continue
             if self.analysis.resolver.resolve(node, function) is not None:
                 calls.append(node)
@@ -427,6 +428,22 @@ class MissingWarmUp(Rule):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
+
+    def _region_work(self, region: Region) -> list[cst.Call]:
+        function = region.function
+        receiver = function.params[0] if function.cls is not None and function.params else None
+        helpers = self._helpers()
+        # A helper that the project calls is judged at its call sites; uncalled, here.
+        helper = helpers.helpers.get(id(function)) if helpers and id(function) in helpers.called else None
+        calls = []
+        for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
+            if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
+                continue  # the helper's callable: judged at each call site
+            calls.append(call)
+        return calls
+
+    def _helpers(self):
+        return getattr(self.analysis, "capture_helpers", None)
 
     def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
         """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
@@ -486,34 +503,77 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region], callers_cache: dict) -> bool:
+        """The same work runs elsewhere in the function, or in a project function calling it."""
+        if self._warmed_in(function, call, text, target, exclude):
+            return True
+        if id(function) not in callers_cache:
+            callers_cache[id(function)] = self._callers(function)
+        return any(
+            self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
+            for caller, site in callers_cache[id(function)]
+        )
+
     def unwarmed_calls(self, region: Region) -> list[cst.Call]:
         function = region.function
-        missing = []
-        callers = None
-        for call in self._user_calls(region):
-            text = function.module.normalized(call.func)
-            target = self.analysis.resolver.resolve(call, function)
-            if self._warmed_in(function, call, text, target, region):
-                continue
-            if callers is None:
-                callers = self._callers(function)
-            if any(
-                self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
-                for caller, site in callers
-            ):
-                continue
-            missing.append(call)
-        return missing
+        cache: dict = {}
+        return [
+            call
+            for call in self._region_work(region)
+            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve(call, function), region, cache)
+        ]
 
     def check_region(self, region: Region) -> None:
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            if region.kind == "ttnn":
-                advice = "call it once before `begin_trace_capture` to compile its programs"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self._advice(region.kind)}", module=region.module)
+
+    @staticmethod
+    def _advice(kind: str) -> str:
+        if kind == "ttnn":
+            return "call it once before `begin_trace_capture` to compile its programs"
+        return "run it a few times (on a side stream) before capturing the CUDA graph"
+
+    def _helper_warms_itself(self, helper) -> bool:
+        """The helper calls its callable outside its own regions before capturing."""
+        function = helper.function
+        if function is None:
+            return False
+        regions = [r for r in self.analysis.regions if r.function is function]
+        for node in function.nodes:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
+                if not any(r.contains(node) for r in regions):
+                    return True
+        return False
+
+    def check_project(self) -> None:
+        helpers = self._helpers()
+        if helpers is None:
+            return
+        cache: dict = {}
+        kinds = {id(r.function): r.kind for r in self.analysis.regions}
+        for site in helpers.sites:
+            caller = site.caller
+            if caller is None or self._helper_warms_itself(site.helper):
+                continue  # module-level call sites: nothing to compare with
+            module = site.module
+            if isinstance(site.target.node, cst.Lambda):
+                receiver = caller.params[0] if caller.cls is not None and caller.params else None
+                work = self._user_calls(site.target, site.target.nodes, receiver)
+                missing = [
+                    c for c in work
+                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve(c, site.target), None, cache)
+                ]
+                if not missing:
+                    continue
+                shown = module.code(missing[0].func)
             else:
-                advice = "run it a few times (on a side stream) before capturing the CUDA graph"
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {advice}", module=region.module)
+                if self._warm(caller, site.call, module.normalized(site.argument), site.target, None, cache):
+                    continue
+                shown = module.code(site.argument)
+            kind = kinds.get(id(site.helper.function), "ttnn")
+            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {self._advice(kind)}", module=module)
 
 
 def _is_static(function: FunctionInfo) -> bool:
