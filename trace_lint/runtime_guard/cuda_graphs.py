@@ -434,7 +434,9 @@ class CudaRuntime:
         self._stop_recording(capture)
         record = capture.record
         record.end_frame = self.frames.user_frame()
-        in_flight = sys.exc_info()[1]  # the `with` body's (or a finally's) exception, if any
+        # The `with torch.cuda.graph` body's exception, seen from __exit__ (a plain finally does
+        # not show it here).
+        in_flight = sys.exc_info()[1]
         report = format_report(record, record.violations,
                                "capture recorded work a replay will not repeat; replay() will be refused")
         try:
@@ -449,7 +451,7 @@ class CudaRuntime:
         if not violations:
             return result
         if self.mode == "raise":
-            if in_flight is None:
+            if in_flight is None and not capture.stopped:  # a stopped call has raised already
                 raise TraceSafetyError(report, violations, record)
             # Do not replace the exception already on its way out; tell it what the guard saw.
             if not isinstance(in_flight, TraceSafetyError) and hasattr(in_flight, "add_note"):
