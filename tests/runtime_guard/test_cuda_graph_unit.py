@@ -42,6 +42,7 @@ GPU, CPU, MASK = fake("cuda"), fake("cpu"), fake("cuda", "torch.bool")
         ("to", (GPU, "cpu"), {}, ("cuda-host-read", True)),
         ("to", (GPU,), {"device": SimpleNamespace(type="cpu")}, ("cuda-host-read", True)),
         ("to", (GPU, "torch.float16"), {}, (None, False)),
+        ("to", (GPU, "cpu"), {"non_blocking": True}, ("cuda-host-read", False)),
         ("nonzero", (GPU,), {}, ("data-dependent-shape", True)),
         ("masked_select", (CPU, fake("cpu", "torch.bool")), {}, ("data-dependent-shape", False)),
         ("unique", (GPU,), {"sorted": True}, ("data-dependent-shape", True)),
@@ -69,6 +70,7 @@ def test_function_classification(name, args, kwargs, expected):
         ("_to_copy", "default", (CPU,), {"device": "cuda:0", "non_blocking": True}, ("cuda-host-transfer", False)),
         ("_to_copy", "default", (GPU,), {"dtype": "torch.float16"}, (None, False)),
         ("copy_", "default", (CPU, GPU), {}, ("cuda-host-read", True)),
+        ("copy_", "default", (CPU, GPU), {"non_blocking": True}, ("cuda-host-read", False)),
         ("copy_", "default", (GPU, CPU), {}, ("cuda-host-transfer", True)),
         ("copy_", "default", (GPU, GPU), {}, (None, False)),
         ("nonzero", "default", (GPU,), {}, ("data-dependent-shape", True)),
@@ -91,7 +93,7 @@ class StandInGraph:
     def __init__(self):
         self.calls = []
 
-    def capture_begin(self, pool=None, capture_error_mode="global"):
+    def capture_begin(self, pool=None, capture_error_mode="global", **kwargs):
         self.calls.append("begin")
 
     def capture_end(self):
@@ -461,3 +463,39 @@ print("ok")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
+
+
+@pytest.fixture
+def cuda_graph_cm(torch, monkeypatch):
+    """torch's own torch.cuda.graph context manager, its CUDA calls replaced by no-ops."""
+    import contextlib
+
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch._C, "_host_emptyCache", lambda: None, raising=False)
+    monkeypatch.setattr(torch.cuda.graph, "default_capture_stream", object())
+    return torch.cuda.graph
+
+
+def test_the_real_torch_cuda_graph_context_manager(torch, cuda_graph_cm):
+    x = torch.arange(4.0)
+    with guard() as tg:
+        g = torch.cuda.CUDAGraph()
+        with pytest.raises(TraceSafetyError) as info:
+            with cuda_graph_cm(g):
+                x.sum().item()
+        with pytest.raises(ValueError) as user_error:
+            g2 = torch.cuda.CUDAGraph()
+            with cuda_graph_cm(g2):
+                x.sum().item()
+                raise ValueError("user error")
+    begin_line = line_of(test_the_real_torch_cuda_graph_context_manager, "with cuda_graph_cm(g):")
+    record = tg.captures[0]
+    # torch's frames (graph.__enter__/__exit__) are skipped: the `with` line is the user frame.
+    assert (record.begin_frame.filename, record.begin_frame.lineno) == (__file__, begin_line)
+    assert record.end_frame.lineno == begin_line
+    assert [v.code for v in info.value.violations] == ["TRC301", "TRC102"]
+    assert g.calls == ["begin", "end"] and g2.calls == ["begin", "end"]
+    assert torch.synced == [None, None]  # graph.__enter__ syncs before capture_begin: not a violation
+    if sys.version_info >= (3, 11):
+        assert any("TRC102" in note for note in user_error.value.__notes__)

@@ -82,7 +82,9 @@ def classify_function(name: str, args: tuple = (), kwargs: Optional[dict] = None
                 return None, False  # dtype casts and copies to the GPU: seen at the aten level
         source = tensors[:1]
         # .cpu() of a CPU tensor returns it: nothing is read.
-        return (api.CUDA_HOST_READ, True) if _off_host(source) else (None, False)
+        if not _off_host(source):
+            return None, False
+        return api.CUDA_HOST_READ, not kwargs.get("non_blocking", False)
     if name in api.TORCH_READ_FUNCTIONS:
         return api.CUDA_HOST_READ, _off_host(tensors)
     if name in api.CUDA_DATA_DEPENDENT_FUNCTIONS:
@@ -110,11 +112,12 @@ def classify_aten(packet: str, overload: str, args: tuple = (), kwargs: Optional
             target, source = (_device_type(args[0]), _device_type(args[1])) if len(args) > 1 else (None, None)
         else:  # _copy_from(self, dst)
             source, target = (_device_type(args[0]), _device_type(args[1])) if len(args) > 1 else (None, None)
+        blocking = not kwargs.get("non_blocking", False)
         if source not in (None, "cpu") and target == "cpu":
-            return api.CUDA_HOST_READ, True
+            # Both directions: a non_blocking copy to or from pinned memory can be captured.
+            return api.CUDA_HOST_READ, blocking
         if source == "cpu" and target not in (None, "cpu"):
-            # A pageable host copy cannot be captured; a non_blocking one from pinned memory can.
-            return api.CUDA_HOST_TRANSFER, not kwargs.get("non_blocking", False)
+            return api.CUDA_HOST_TRANSFER, blocking
         return None, False
     if packet in api.ATEN_DATA_DEPENDENT:
         if packet == "repeat_interleave" and (overload == "self_int" or kwargs.get("output_size") is not None):

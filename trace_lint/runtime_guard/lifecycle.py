@@ -91,7 +91,7 @@ def _torch_imported(torch: Any) -> None:
             try:
                 guard._join_cuda(torch)
             except Exception as error:  # never break the program's import of torch
-                warnings.warn(f"trace-lint runtime guard: CUDA graphs not guarded: {error}", TraceSafetyWarning)
+                warnings.warn(f"trace-lint runtime guard: CUDA graphs not guarded: {error}", TraceSafetyWarning, stacklevel=2)
 
 
 class Guard:
