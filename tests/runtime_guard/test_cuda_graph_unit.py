@@ -27,6 +27,7 @@ def fake(device="cuda", dtype="torch.float32"):
 
 
 GPU, CPU, MASK = fake("cuda"), fake("cpu"), fake("cuda", "torch.bool")
+CPU_SCALAR = SimpleNamespace(device=SimpleNamespace(type="cpu"), dtype="torch.float32", shape=())
 
 
 @pytest.mark.parametrize(
@@ -79,6 +80,8 @@ def test_function_classification(name, args, kwargs, expected):
         ("repeat_interleave", "Tensor", (GPU,), {}, ("data-dependent-shape", True)),
         ("index", "Tensor", (GPU, [MASK]), {}, ("data-dependent-shape", True)),
         ("index", "Tensor", (GPU, [None, GPU]), {}, (None, False)),
+        ("index_put_", "default", (GPU, [MASK], GPU), {}, ("data-dependent-shape", True)),
+        ("index_put_", "default", (GPU, [MASK], CPU_SCALAR), {}, (None, False)),  # a masked fill
         ("add", "Tensor", (GPU, GPU), {}, (None, False)),
     ],
 )
@@ -138,6 +141,8 @@ def test_clean_capture_records_ops_and_replays(torch):
         assert stacks(torch) == (before[0] + 1, before[1] + 1)
         y = torch.relu(x + 1)
         z = torch.zeros(4, device="meta")  # a device tensor: the graph's own allocation
+        z[1] = 5  # torch lifts 5 to a CPU scalar tensor: not host work
+        z[y > 0] = 0  # a masked fill: fixed shape
         g.capture_end()
         assert stacks(torch) == before
         g.replay()
@@ -145,7 +150,9 @@ def test_clean_capture_records_ops_and_replays(torch):
     (record,) = tg.captures
     assert g.calls == ["begin", "end", "replay", "replay"]
     assert record.name.startswith("CUDA graph ") and record.status == "ended"
-    assert [op.op for op in record.ops] == ["torch.add", "torch.relu", "torch.zeros"]
+    assert [op.op for op in record.ops] == [
+        "torch.add", "torch.relu", "torch.zeros", "torch.__setitem__", "torch.gt", "torch.__setitem__"
+    ]
     assert all(op.frame.filename == __file__ and op.frame.function == "test_clean_capture_records_ops_and_replays"
                for op in record.ops)
     assert record.violations == [] and record.executions == 2
@@ -276,6 +283,7 @@ def test_raise_mode_reports_all_at_capture_end_and_refuses_replay(torch):
         (lambda torch, d, h: d.to("cpu"), "TRC102"),
         (lambda torch, d, h: torch.nonzero(d), "TRC501"),
         (lambda torch, d, h: d[d > 0], "TRC501"),
+        (lambda torch, d, h: d.__setitem__(d > 0, d[:2]), "TRC501"),
         (lambda torch, d, h: torch.cuda.synchronize(), "TRC103"),
         (lambda torch, d, h: h.to("meta"), "TRC101"),
     ],

@@ -284,5 +284,7 @@ ATEN_DATA_DEPENDENT: frozenset[str] = frozenset(
 ATEN_COPIES: frozenset[str] = frozenset({"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"})
 # Indexing ops whose boolean index makes the output shape data-dependent.
 ATEN_INDEXING: frozenset[str] = frozenset({"index"})
+# x[mask] = values: data-dependent unless the value is a single element (a masked fill).
+ATEN_INDEX_PUTS: frozenset[str] = frozenset({"index_put", "index_put_", "_index_put_impl_"})
 # Environment switch: "0" keeps the guard off torch (ttnn only).
 TORCH_ENV = "TRACE_LINT_GUARD_TORCH"

@@ -66,6 +66,13 @@ def _target_type(target: Any) -> Optional[str]:
     return kind if isinstance(kind, str) else None
 
 
+def _numel(value: Any) -> int:
+    count = 1
+    for dim in getattr(value, "shape", ()):
+        count *= int(dim)
+    return count
+
+
 def _is_bool_index(index: Any) -> bool:
     items = index if isinstance(index, (list, tuple)) else (index,)
     return any(_is_tensor(i) and str(getattr(i, "dtype", "")) == "torch.bool" for i in items if i is not None)
@@ -125,6 +132,10 @@ def classify_aten(packet: str, overload: str, args: tuple = (), kwargs: Optional
         return api.DATA_DEPENDENT_SHAPE, _off_host(tensors)
     if packet in api.ATEN_INDEXING and len(args) > 1 and _is_bool_index(args[1]):
         return api.DATA_DEPENDENT_SHAPE, _off_host(tensors[:1])
+    if packet in api.ATEN_INDEX_PUTS and len(args) > 2 and _is_bool_index(args[1]):
+        # x[mask] = scalar becomes a masked fill (fixed shape); x[mask] = values needs the count.
+        if _is_tensor(args[2]) and _numel(args[2]) != 1:
+            return api.DATA_DEPENDENT_SHAPE, _off_host(tensors[:1])
     return None, False
 
 
@@ -323,14 +334,16 @@ class CudaRuntime:
         finally:
             local.busy = False
         # Nested aten ops belong to this call: a reported call is not reported again below.
-        outer = getattr(local, "current", None)
+        outer = getattr(local, "current", None), getattr(local, "on_device", False)
         local.current = record
+        # CPU scalars inside a call on GPU tensors (x[i] = 0 lifts 0 to a CPU tensor) are not host work.
+        local.on_device = _off_host(tensors_in(args, kwargs))
         if kind is not None:
             local.quiet = getattr(local, "quiet", 0) + 1
         try:
             return func(*args, **kwargs)
         finally:
-            local.current = outer
+            local.current, local.on_device = outer
             if kind is not None:
                 local.quiet -= 1
 
@@ -350,8 +363,8 @@ class CudaRuntime:
         result = func(*args, **kwargs)
         if kind is None:
             current = getattr(local, "current", None)
-            if current is not None and current.violation is not None:
-                return result  # this user call is reported already; one line, one entry
+            if current is not None and (current.violation is not None or getattr(local, "on_device", False)):
+                return result  # reported already (one line, one entry), or a GPU call's scalar
             inputs = tensors_in(args, kwargs)
             outputs = tensors_in(result if isinstance(result, (list, tuple)) else (result,))
             if (inputs or outputs) and all(_device_type(t) == "cpu" for t in inputs + outputs):
