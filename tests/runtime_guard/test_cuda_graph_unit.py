@@ -141,7 +141,7 @@ def test_clean_capture_records_ops_and_replays(torch):
         assert stacks(torch) == (before[0] + 1, before[1] + 1)
         y = torch.relu(x + 1)
         z = torch.zeros(4, device="meta")  # a device tensor: the graph's own allocation
-        z[1] = 5  # torch lifts 5 to a CPU scalar tensor: not host work
+        z[1] = 5  # torch makes 5 a scalar tensor on z's device
         z[y > 0] = 0  # a masked fill: fixed shape
         g.capture_end()
         assert stacks(torch) == before
@@ -286,11 +286,12 @@ def test_raise_mode_reports_all_at_capture_end_and_refuses_replay(torch):
         (lambda torch, d, h: d.__setitem__(d > 0, d[:2]), "TRC501"),
         (lambda torch, d, h: torch.cuda.synchronize(), "TRC103"),
         (lambda torch, d, h: h.to("meta"), "TRC101"),
+        (lambda torch, d, h: d.__setitem__(0, h), "TRC101"),  # a host value copied in
     ],
 )
 def test_raise_mode_stops_what_cuda_would_fail_before_torch_runs_it(torch, call, code):
     d = torch.ones(4, device="meta")  # torch itself refuses to read a meta tensor's values
-    h = torch.ones(2)
+    h = torch.tensor(2.0)  # a host scalar tensor
     before = stacks(torch)
     with guard() as tg:
         g = torch.cuda.CUDAGraph()

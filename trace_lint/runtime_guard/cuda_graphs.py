@@ -334,16 +334,14 @@ class CudaRuntime:
         finally:
             local.busy = False
         # Nested aten ops belong to this call: a reported call is not reported again below.
-        outer = getattr(local, "current", None), getattr(local, "on_device", False)
+        outer = getattr(local, "current", None)
         local.current = record
-        # CPU scalars inside a call on GPU tensors (x[i] = 0 lifts 0 to a CPU tensor) are not host work.
-        local.on_device = _off_host(tensors_in(args, kwargs))
         if kind is not None:
             local.quiet = getattr(local, "quiet", 0) + 1
         try:
             return func(*args, **kwargs)
         finally:
-            local.current, local.on_device = outer
+            local.current = outer
             if kind is not None:
                 local.quiet -= 1
 
@@ -363,8 +361,8 @@ class CudaRuntime:
         result = func(*args, **kwargs)
         if kind is None:
             current = getattr(local, "current", None)
-            if current is not None and (current.violation is not None or getattr(local, "on_device", False)):
-                return result  # reported already (one line, one entry), or a GPU call's scalar
+            if current is not None and current.violation is not None:
+                return result  # this user call is reported already: one line, one entry
             inputs = tensors_in(args, kwargs)
             outputs = tensors_in(result if isinstance(result, (list, tuple)) else (result,))
             if (inputs or outputs) and all(_device_type(t) == "cpu" for t in inputs + outputs):
