@@ -6,6 +6,7 @@ finding on the wrong function is worse than a miss.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -216,13 +217,17 @@ class CallResolver:
         if name.startswith("__") or name in _BUILTIN_METHODS:
             return None
         if name not in self._methods_by_name:
-            found = []
-            needle = f"def {name}(".encode()
-            for module in self.project.modules_mentioning(needle):
+            # Count definitions in the raw text first: two or more `def name(` cannot be one
+            # method, and nothing needs parsing to know it.
+            pattern = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\s*\(")
+            needle = name.encode()
+            holders = [(m, len(pattern.findall(self.project.raw_bytes(m)))) for m in self.project.modules_mentioning(needle)]
+            holders = [(m, n) for m, n in holders if n]
+            found: list[FunctionInfo] = []
+            if len(holders) == 1 and holders[0][1] == 1:
+                module = holders[0][0]
                 module.load()
-                for cls in module.classes.values():
-                    if name in cls.methods:
-                        found.append(cls.methods[name])
+                found = [cls.methods[name] for cls in module.classes.values() if name in cls.methods]
             self._methods_by_name[name] = found
         candidates = self._methods_by_name[name]
         return candidates[0] if len(candidates) == 1 else None

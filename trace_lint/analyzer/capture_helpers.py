@@ -84,8 +84,10 @@ class CaptureHelpers:
     def _calls_of(self, helper: Helper) -> Iterable[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
         function = helper.function
         assert function is not None
-        for module in self.project.modules_mentioning(function.name.encode()):
+        for module in self.project.modules_calling(function.name):
             for call, caller in module.iter_calls():
+                if callee_name(call) != function.name:
+                    continue  # only a call spelled with the helper's name can reach it
                 if caller is not None and caller is not function and self.resolver.resolve(call, caller) is function:
                     yield call, caller, module
                 elif caller is None and self.resolver.callable_target(call.func, None, module) is function:
@@ -129,6 +131,15 @@ class CaptureHelpers:
             target = self.resolver.callable_target(argument, caller, module)
             if target is not None and target is not helper.function:
                 self.sites.append(HelperSite(helper, caller, module, call, argument, target))
+
+
+def callee_name(call: cst.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
 
 
 def _rebound(function: FunctionInfo) -> set[str]:

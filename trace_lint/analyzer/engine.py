@@ -6,6 +6,7 @@ rules through their visit methods and hooks, and collects what they report.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import deque
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
 from .capture_helpers import CaptureHelpers
-from .cuda_graphs import CUDA_GRAPH_KINDS, SOURCE_TOKENS as CUDA_GRAPH_TOKENS, GraphedCallables, find_cuda_graph_regions
+from .cuda_graphs import CUDA_GRAPH_KINDS, may_capture as may_capture_cuda_graph, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region, find_regions
@@ -34,7 +35,6 @@ CAPTURE_TOKENS = (
     b"open_mesh_device",
     b"trace-lint",
     b"trace_lint",
-    *CUDA_GRAPH_TOKENS,
 )
 
 
@@ -268,7 +268,12 @@ class Engine:
         tokens = list(CAPTURE_TOKENS)
         for name in (*self.settings.captured_functions, *self.settings.captured_decorators, *self.settings.capture_helpers):
             tokens.append(name.rsplit(".", 1)[-1].encode())
-        return [m for m in self.project.modules if id(m) in self.always_parse or any(t in self.project.raw_bytes(m) for t in tokens)]
+        pattern = re.compile(b"|".join(re.escape(t) for t in tokens))
+        raw = self.project.raw_bytes
+        return [
+            m for m in self.project.modules
+            if id(m) in self.always_parse or pattern.search(raw(m)) or may_capture_cuda_graph(raw(m))
+        ]
 
     def run(self) -> list[Finding]:
         candidates = self.candidate_modules()

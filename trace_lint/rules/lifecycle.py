@@ -8,6 +8,7 @@ from typing import Iterable, Iterator, Optional
 import libcst as cst
 
 from ..analyzer.cuda_graphs import is_graph_end
+from ..analyzer.capture_helpers import callee_name
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
@@ -480,9 +481,9 @@ class MissingWarmUp(Rule):
     def _callers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
         project = self.analysis.project
         found = []
-        for module in project.modules_mentioning(function.name.encode()):
+        for module in project.modules_calling(function.name):
             for call, caller in module.iter_calls():
-                if caller is None or caller is function:
+                if caller is None or caller is function or callee_name(call) != function.name:
                     continue
                 if self.analysis.resolver.resolve(call, caller) is function:
                     found.append((caller, call))
