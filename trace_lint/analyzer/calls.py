@@ -11,6 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..api_tables import tables
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import iter_body_nodes
 
@@ -21,9 +22,6 @@ _BUILTIN_METHODS = frozenset(
     for kind in (list, dict, set, str, bytes, tuple, int, float, object, frozenset, bytearray)
     for name in dir(kind)
 )
-
-
-PARTIAL = frozenset({"functools.partial"})
 
 
 class CallResolver:
@@ -143,7 +141,7 @@ class CallResolver:
         return (
             isinstance(expr, cst.Call)
             and bool(expr.args)
-            and self.project.qualified_name(expr.func, function.module, function) in PARTIAL
+            and self.project.qualified_name(expr.func, function.module, function) in tables().python.partial
         )
 
     def lambda_function(self, node: cst.Lambda, module: ModuleInfo, enclosing: Optional[FunctionInfo]) -> FunctionInfo:

@@ -767,7 +767,7 @@ class AllocationAcrossReplay(Rule):
         name = self.analysis.project.qualified_name(call.func, region.module, region.function)
         if name is None:
             return False
-        if name in ("ttnn.to_device", "ttnn.allocate_tensor_on_device"):
+        if name in api.device_allocators:
             return True
         if name in api.creators or name in api.host_to_device_if_device_kwarg:
             device = keyword(call, "device")
