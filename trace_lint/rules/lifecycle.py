@@ -759,7 +759,25 @@ class AllocationAcrossReplay(Rule):
                 ttnn.execute_trace(device, tid, cq_id=0)
                 return out, scratch
             """
-        )
+        ),
+        Valid(
+            """
+            import ttnn
+
+            def run(device, model, x, steps):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                for _ in range(steps):
+                    ttnn.execute_trace(device, tid, cq_id=0)
+                    host = ttnn.zeros([32, 32], device=device)
+                    ttnn.deallocate(host)  # freed before the next replay
+                return out
+            """
+        ),
     ]
 
     def _allocates(self, call: cst.Call, region: Region) -> bool:
@@ -774,6 +792,35 @@ class AllocationAcrossReplay(Rule):
             return device is not None and not is_none(device)
         return False
 
+    def _frees(self, region: Region, name: str) -> list[cst.Call]:
+        """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function."""
+        api = self.analysis.tables.ttnn
+        project = self.analysis.project
+        out = []
+        for node in region.function.nodes:
+            if not isinstance(node, cst.Call):
+                continue
+            if project.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
+                target = node.args[0].value
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods:
+                target = node.func.value
+            else:
+                continue
+            if isinstance(target, cst.Name) and target.value == name:
+                out.append(node)
+        return out
+
+    @staticmethod
+    def _freed_between(module, allocation: cst.Call, execute: cst.Call, frees: list[cst.Call]) -> bool:
+        """Freed after the allocation and before that replay (in the text, or later in a loop
+        whose next turn replays)."""
+        start, replay = module.start(allocation), module.start(execute)
+        for free in frees:
+            at = module.start(free)
+            if start < at < replay or (replay < start < at):
+                return True
+        return False
+
     def check_region(self, region: Region) -> None:
         module = region.module
         executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
@@ -785,13 +832,14 @@ class AllocationAcrossReplay(Rule):
                 continue
             if _released_before(region, node):
                 continue
-            statement = next(
-                (a.statement for a in accesses(region.function) if a.statement is not None and _within(module, node, a.statement) and isinstance(a.statement, cst.BaseSmallStatement)),
-                None,
-            )
+            statement = next((a for a in reversed(module.ancestors(node, stop=region.function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
             if statement is not None and id(statement) in stale:
                 continue
-            if any(_executed_after(region, node, e) for e in executes):
+            name = statement.targets[0].target.value if (
+                isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
+            ) else None
+            frees = self._frees(region, name) if name else []
+            if any(_executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
 
