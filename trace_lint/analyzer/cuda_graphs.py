@@ -174,6 +174,16 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
                 stop=module.start(matched) if matched is not None else body_end,
             )
         )
+    # `g.replay()` runs what the region recorded (TRC403 reads it like `execute_trace`).
+    for region in regions:
+        if region.trace_id is None:
+            continue
+        region.execute_calls = [
+            node for node in function.nodes
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args
+            and node.func.attr.value in api.graph_replay_methods
+            and module.normalized(node.func.value) == region.trace_id
+        ]
     regions.sort(key=lambda r: r.start)
     return regions
 

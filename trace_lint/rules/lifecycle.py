@@ -267,7 +267,22 @@ class StaleTraceInput(Rule):
                 return out
             """,
             lines=(11,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def serve(model, static_x, batches):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_y = model(static_x)
+                for batch in batches:
+                    static_x = batch.cuda()
+                    graph.replay()
+                    yield static_y.clone()
+            """,
+            lines=(8,),
+        ),
     ]
     VALID = [
         Valid(
@@ -682,7 +697,21 @@ class NestedCapture(Rule):
                 return y
             """,
             lines=(5,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_x):
+                outer, inner = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+                with torch.cuda.graph(outer):
+                    y = model(static_x)
+                    with torch.cuda.graph(inner):
+                        z = model(y)
+                return y, z
+            """,
+            lines=(7,),
+        ),
     ]
     VALID = [
         Valid(
@@ -702,8 +731,12 @@ class NestedCapture(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        tables = self.context.tables
         name = self.context.qualified_name(node.func)
-        if name in self.context.tables.ttnn.capture_begin:
+        nested = name in tables.ttnn.capture_begin or name in tables.torch.graph_context or (
+            isinstance(node.func, cst.Attribute) and not node.args and node.func.attr.value in tables.torch.graph_begin_methods
+        )
+        if nested:
             self.report(node, "a capture begins while another is being recorded")
 
 
