@@ -1,4 +1,5 @@
-"""Regenerate docs/rules.md from the rule classes, or with --check fail if it is stale.
+"""Regenerate docs/rules.md and README.md's rule table from the rule classes, or with --check
+fail if either is stale.
 
     python scripts/gen_rule_docs.py          # rewrite docs/rules.md
     python scripts/gen_rule_docs.py --check  # exit 1 if docs/rules.md differs from the code
@@ -12,22 +13,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trace_lint.docs import render  # noqa: E402
+from trace_lint.docs import render, with_readme_table  # noqa: E402
 
 OUT = ROOT / "docs" / "rules.md"
+README = ROOT / "README.md"
 
 
 def main(argv: list[str]) -> int:
     text = render()
+    readme = README.read_text(encoding="utf-8") if README.is_file() else None
     if "--check" in argv:
         current = OUT.read_text(encoding="utf-8") if OUT.is_file() else ""
-        if current != text:
-            print(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/gen_rule_docs.py", file=sys.stderr)
-            return 1
-        return 0
+        stale = [OUT] if current != text else []
+        if readme is not None and with_readme_table(readme) != readme:
+            stale.append(README)
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/gen_rule_docs.py", file=sys.stderr)
+        return 1 if stale else 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8", newline="\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
+    if readme is not None:
+        README.write_text(with_readme_table(readme), encoding="utf-8", newline="\n")
+        print(f"wrote {README.relative_to(ROOT)}")
     return 0
 
 

@@ -44,5 +44,24 @@ def render() -> str:
     return "\n".join(parts) + "\n"
 
 
+README_START, README_END = "<!-- rules-table -->", "<!-- /rules-table -->"
+
+
+def readme_table() -> str:
+    """The rule table of README.md (between its rules-table markers)."""
+    rows = ["| Code | Name | What it flags |", "|---|---|---|"]
+    for rule in ALL_RULES:
+        summary = _cell(rule.summary) + ("" if rule.default_enabled else " (opt-in)")
+        rows.append(f"| {rule.code} | {rule.name} | {summary} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_readme_table(readme: str) -> str:
+    """README text with its rule table replaced by the generated one."""
+    start = readme.index(README_START) + len(README_START)
+    end = readme.index(README_END)
+    return readme[:start] + "\n" + readme_table() + readme[end:]
+
+
 if __name__ == "__main__":
     print(render(), end="")

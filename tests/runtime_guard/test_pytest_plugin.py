@@ -124,6 +124,7 @@ def test_marker_reports_capture_left_open_as_a_failure(stand_in):
 
 def test_without_ttnn_the_run_is_undisturbed(pytester, monkeypatch):
     monkeypatch.setenv("TRACE_LINT_GUARD_TTNN_MODULE", "no_such_ttnn_module_here")
+    monkeypatch.setenv("TRACE_LINT_GUARD_TORCH", "0")  # torch may be installed here
     pytester.makepyfile(test_plain="""
         import pytest
 
@@ -140,9 +141,9 @@ def test_without_ttnn_the_run_is_undisturbed(pytester, monkeypatch):
     result = pytester.runpytest("--trace-guard", "-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([
-        "*--trace-guard: ttnn is not importable here; nothing was guarded*",
-        "*test_marked: marked trace_guard but ttnn is not importable; ran unguarded*",
-        "*SKIPPED*trace_guard: ttnn is not importable*",
+        "*--trace-guard: ttnn is not importable and torch is turned off here; nothing was guarded*",
+        "*test_marked: marked trace_guard but ttnn is not importable and torch is turned off here; ran unguarded*",
+        "*SKIPPED*trace_guard: ttnn is not importable and torch is turned off here*",
     ])
 
 
@@ -211,3 +212,98 @@ def test_entry_point_is_declared_and_installed():
     assert installed.get("trace_lint") == "trace_lint.runtime_guard.pytest_plugin", (
         "the project is installed without its pytest11 entry point: reinstall it (pip install -e .)"
     )
+
+
+GRAPH_TESTS = """
+import pytest
+import torch
+
+def capture(read):
+    g = torch.cuda.CUDAGraph()
+    x = torch.ones(4, device="meta")
+    g.capture_begin()
+    try:
+        y = x * 2
+        if read:
+            y.sum().item()
+    finally:
+        g.capture_end()
+    g.replay()
+
+def test_clean():
+    capture(read=False)
+
+def test_reads():
+    capture(read=True)
+
+@pytest.mark.trace_guard(mode="warn")
+def test_fixture(trace_guard):
+    capture(read=False)
+    (record,) = trace_guard.captures
+    assert record.label == "CUDA graph" and record.executions == 1
+    assert [op.op for op in record.ops] == ["torch.mul"]
+"""
+
+
+GRAPH_CONFTEST = """
+import torch
+
+
+class StandInGraph:  # no CUDA here; swapped in before the plugin's session guard starts
+    def capture_begin(self, *args, **kwargs):
+        pass
+
+    def capture_end(self):
+        pass
+
+    def replay(self):
+        pass
+
+
+torch.cuda.CUDAGraph = StandInGraph
+
+
+def pytest_unconfigure(config):
+    print("patches undone:", not hasattr(StandInGraph.capture_begin, "__wrapped__"))
+"""
+
+
+@pytest.fixture(scope="module")
+def torch_installed():
+    # Before pytester's snapshot of sys.modules, which would drop a torch imported after it (and
+    # torch cannot be imported twice in one process).
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def graph_run(torch_installed, pytester, monkeypatch):
+    monkeypatch.setenv("TRACE_LINT_GUARD_TTNN_MODULE", "no_such_ttnn_module_here")  # torch only
+    pytester.makeconftest(GRAPH_CONFTEST)
+    pytester.makepyfile(test_graphs=GRAPH_TESTS)
+    # A subprocess: torch cannot be imported twice in one process, and pytester's in-process
+    # runs drop the modules a run imported.
+    return pytester
+
+
+def test_session_flag_guards_cuda_graphs_and_summarizes(graph_run):
+    result = graph_run.runpytest_subprocess("--trace-guard", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "E *TraceSafetyError: trace-lint runtime guard: CUDA graph 2 on cuda*: torch.item stopped before torch ran it*",
+        "*trace-lint runtime guard*",
+        "3 captures guarded, 2 clean, 1 with violations, 2 replays",
+        "*CUDA graph 1 on cuda*: 1 op recorded, ended, executed 1x, ok*",
+        "*CUDA graph 2 on cuda*: 3 ops recorded, aborted, executed 0x, 1 violation*",
+        "*TRC102 host read inside a CUDA graph capture*: torch.item(tensor?scalar float32 meta?) at *test_graphs.py:11 in capture",
+        "*passed*",
+        "patches undone: True",
+    ])
+
+
+def test_without_the_flag_graphs_are_unguarded_but_the_marker_guards(graph_run):
+    result = graph_run.runpytest_subprocess("-p", "no:cacheprovider")
+    # Unguarded, the stand-in cannot stop the read: torch's own meta-tensor error fails it.
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["E * RuntimeError: Tensor.item() cannot be called on meta tensors"])
+    assert "torch.item stopped" not in result.stdout.str()
+    assert "TraceSafetyError" not in result.stdout.str()

@@ -7,11 +7,11 @@ finding on the wrong function is worse than a miss.
 from __future__ import annotations
 
 import re
-
 from typing import Optional
 
 import libcst as cst
 
+from ..api_tables import tables
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import iter_body_nodes
 
@@ -30,6 +30,8 @@ class CallResolver:
         self._methods_by_name: dict[str, list[FunctionInfo]] = {}
         self._local_classes: dict[int, dict[str, tuple[str, cst.BaseExpression]]] = {}
         self._resolved: dict[tuple[int, int], Optional[FunctionInfo]] = {}
+        self._lambdas: dict[int, FunctionInfo] = {}
+        self._local_callables: dict[int, dict[str, cst.BaseExpression]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -122,6 +124,65 @@ class CallResolver:
             self._local_classes[key] = {k: v for k, v in seen.items() if v is not None}
         return self._local_classes[key]
 
+    def local_callables(self, function: FunctionInfo) -> dict[str, cst.BaseExpression]:
+        """Names bound once in the function to a lambda or a `functools.partial(...)`."""
+        key = id(function)
+        if key not in self._local_callables:
+            seen: dict[str, Optional[cst.BaseExpression]] = {}
+            for node in function.nodes:
+                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                    name = node.targets[0].target.value
+                    value = node.value if isinstance(node.value, cst.Lambda) or self._is_partial(node.value, function) else None
+                    seen[name] = value if name not in seen else None
+            self._local_callables[key] = {k: v for k, v in seen.items() if v is not None}
+        return self._local_callables[key]
+
+    def _is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and bool(expr.args)
+            and self.project.qualified_name(expr.func, function.module, function) in tables().python.partial
+        )
+
+    def lambda_function(self, node: cst.Lambda, module: ModuleInfo, enclosing: Optional[FunctionInfo]) -> FunctionInfo:
+        """A lambda as a function of its own: its body is the captured work when it is passed
+        to a capture helper or called from captured code."""
+        key = id(node)
+        if key not in self._lambdas:
+            params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+            prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
+            info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params)  # type: ignore[arg-type]
+            stack: list[cst.CSTNode] = [node.body]
+            while stack:
+                current = stack.pop()
+                info.nodes.append(current)
+                if not isinstance(current, cst.Lambda):
+                    stack.extend(reversed(current.children))
+            self._lambdas[key] = info
+        return self._lambdas[key]
+
+    def callable_target(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo) -> Optional[FunctionInfo]:
+        """What calling `expr` runs: a project function, a bound method, a lambda's body,
+        the function a `functools.partial` wraps, an instance's `__call__`/`forward`."""
+        if isinstance(expr, cst.Lambda):
+            return self.lambda_function(expr, module, function)
+        if function is None:
+            if isinstance(expr, (cst.Name, cst.Attribute)):
+                name = self.project.qualified_name(expr, module, None)
+                definition = self.project.lookup(name) if name else None
+                return definition if isinstance(definition, FunctionInfo) else None
+            return None
+        if self._is_partial(expr, function):
+            return self.callable_target(expr.args[0].value, function, module)  # type: ignore[union-attr]
+        if isinstance(expr, cst.Name):
+            bound = self.local_callables(function).get(expr.value)
+            if bound is not None:
+                return self.callable_target(bound, function, module)
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+            # Calling it is what the capture does: resolve it as the callee of a call.
+            return self.resolve(cst.Call(func=expr), function)
+        return None
+
     def _local_class(self, name: str, function: FunctionInfo) -> Optional[ClassInfo]:
         binding = self.local_constructions(function).get(name)
         if binding is None:
@@ -154,25 +215,24 @@ class CallResolver:
         if name.startswith("__") or name in _BUILTIN_METHODS:
             return None
         if name not in self._methods_by_name:
-            found = []
-            needle = f"def {name}(".encode()
-            for module in self.project.modules_mentioning(needle):
-                # A method's def is indented; a module with only top-level defs of the name needs no parse.
-                if not re.search(rb"^[ \t]+(?:async[ \t]+)?" + re.escape(needle), self.project.raw_bytes(module), re.MULTILINE):
-                    continue
+            # Count definitions in the raw text first: two or more `def name(` cannot be one
+            # method, and nothing needs parsing to know it.
+            pattern = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\s*\(")
+            needle = name.encode()
+            holders = [(m, len(pattern.findall(self.project.raw_bytes(m)))) for m in self.project.modules_mentioning(needle)]
+            holders = [(m, n) for m, n in holders if n]
+            found: list[FunctionInfo] = []
+            if len(holders) == 1 and holders[0][1] == 1:
+                module = holders[0][0]
                 module.load()
-                for cls in module.classes.values():
-                    if name in cls.methods:
-                        found.append(cls.methods[name])
-                if len(found) > 1:
-                    break  # not unique: no need to parse the other modules
+                found = [cls.methods[name] for cls in module.classes.values() if name in cls.methods]
             self._methods_by_name[name] = found
         candidates = self._methods_by_name[name]
         return candidates[0] if len(candidates) == 1 else None
 
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
-        key = (id(call), id(function))
+        key = (id(call.func), id(function))
         if key not in self._resolved:
             self._resolved[key] = self._resolve(call, function)
         return self._resolved[key]
@@ -186,6 +246,9 @@ class CallResolver:
                 if func.value in scope.nested:
                     return scope.nested[func.value]
                 scope = scope.parent
+            bound = self.local_callables(function).get(func.value)
+            if bound is not None:
+                return self.callable_target(bound, function, module)
             if func.value in self.local_constructions(function):
                 cls = self._local_class(func.value, function)
                 return self.call_target_of_instance(cls) if cls is not None else None

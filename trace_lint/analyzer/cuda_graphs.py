@@ -11,6 +11,8 @@ Nothing here knows about rules; names come from the [torch] table.
 
 from __future__ import annotations
 
+import re
+
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -24,7 +26,15 @@ from .regions import Region, call_arguments, iter_body_nodes
 CUDA_GRAPH_KINDS = frozenset({"cuda-graph", "cuda-graph-begin", "cuda-graph-callable"})
 
 # Raw tokens that mark a file as possibly holding a CUDA-graph capture (the engine's prefilter).
-SOURCE_TOKENS = (b"cuda.graph", b"torch.cuda", b"import cuda", b"CUDAGraph", b"capture_begin", b"make_graphed_callables")
+# Spellings of a CUDA-graph capture in raw text; `torch.cuda` or `CUDAGraph` alone appear in
+# most torch code without capturing anything, and `graph(` counts only beside `cuda`.
+_CAPTURE_CALLS = re.compile(rb"capture_begin\(|make_graphed_callables\(")
+_GRAPH_CALL = re.compile(rb"\bgraph\(")
+
+
+def may_capture(data: bytes) -> bool:
+    """Whether a file's raw text can hold a CUDA-graph capture (the engine's prefilter)."""
+    return bool(_CAPTURE_CALLS.search(data)) or (b"cuda" in data and bool(_GRAPH_CALL.search(data)))
 
 
 def _single_bindings(function: FunctionInfo) -> dict[str, Optional[cst.BaseExpression]]:
@@ -164,6 +174,16 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
                 stop=module.start(matched) if matched is not None else body_end,
             )
         )
+    # `g.replay()` runs what the region recorded (TRC403 reads it like `execute_trace`).
+    for region in regions:
+        if region.trace_id is None:
+            continue
+        region.execute_calls = [
+            node for node in function.nodes
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args
+            and node.func.attr.value in api.graph_replay_methods
+            and module.normalized(node.func.value) == region.trace_id
+        ]
     regions.sort(key=lambda r: r.start)
     return regions
 

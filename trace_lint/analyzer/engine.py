@@ -17,7 +17,8 @@ import libcst as cst
 from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
-from .cuda_graphs import CUDA_GRAPH_KINDS, SOURCE_TOKENS as CUDA_GRAPH_TOKENS, GraphedCallables, find_cuda_graph_regions
+from .capture_helpers import CaptureHelpers
+from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region, find_regions
@@ -33,7 +34,6 @@ CAPTURE_TOKENS = (
     b"open_mesh_device",
     b"trace-lint",
     b"trace_lint",
-    *CUDA_GRAPH_TOKENS,
 )
 
 
@@ -313,6 +313,7 @@ class Engine:
             )
             self.roots.append(root)
             region.root_id = len(self.roots) - 1  # type: ignore[attr-defined]
+        self._collect_helper_sites()
         declared_names = set(self.settings.captured_functions)
         declared_decorators = set(self.settings.captured_decorators) | {"trace_lint.captured"}
         for module in candidates:
@@ -343,6 +344,24 @@ class Engine:
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
         self._collect_graphed_callables(candidates)
+
+    def _collect_helper_sites(self) -> None:
+        """The callable passed to a capture helper is captured work, reached from the call site."""
+        self.capture_helpers = CaptureHelpers(self.project, self.resolver, self.settings.capture_helpers)
+        kinds_of: dict[int, str] = {id(r.function): r.kind for r in self.regions}
+        for site in self.capture_helpers.find(self.regions):
+            module = site.module
+            start = module.range(site.call).start
+            where = f", in `{site.caller.qualname}`" if site.caller is not None else ""
+            related = Related(
+                module.display_path,
+                Location(start.line, start.column + 1),
+                f"`{module.code(site.argument)}` is captured by the helper `{site.helper.name}` here{where}",
+            )
+            helper_function = site.helper.function
+            kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
+            self.roots.append(Root(f"captured by `{site.helper.name}`", related, kind=kind))
+            self._pending.append((site.target, len(self.roots) - 1, [related]))
 
     def _collect_graphed_callables(self, candidates: Iterable[ModuleInfo]) -> None:
         """Functions given to `torch.cuda.make_graphed_callables`: captured work, not a region."""

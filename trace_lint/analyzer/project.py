@@ -478,7 +478,7 @@ class Project:
         for module in modules:
             self.by_name.setdefault(module.name, []).append(module)
         self._raw: dict[int, bytes] = {}
-        self._lookups: dict[tuple[str, int], Optional[Definition]] = {}
+        self._lookups: dict[str, Optional[Definition]] = {}
 
     def module(self, name: str) -> Optional[ModuleInfo]:
         candidates = self.by_name.get(name)
@@ -503,6 +503,12 @@ class Project:
     def modules_mentioning(self, *tokens: bytes) -> list[ModuleInfo]:
         """Modules whose raw text contains any of the tokens (a cheap textual prefilter)."""
         return [m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)]
+
+    def modules_calling(self, name: str) -> list[ModuleInfo]:
+        """Modules whose text has `name(`: the only ones that can call a function by that name."""
+        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        token = name.encode()
+        return [m for m in self.modules if token in self.raw_bytes(m) and pattern.search(self.raw_bytes(m))]
 
     # -- names -----------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:
@@ -534,20 +540,16 @@ class Project:
             return name
         return None
 
-    def lookup(self, qualified: str, _depth: int = 0) -> Optional[Definition]:
+    def lookup(self, qualified: str) -> Optional[Definition]:
         """The project function or class a dotted name designates, following re-exports."""
-        # Memoized by (name, depth): the answer is fixed once the modules it reads are loaded,
-        # and without it re-export chains (torch's) branch exponentially.
-        key = (qualified, _depth)
-        if key in self._lookups:
-            return self._lookups[key]
-        found = self._lookup(qualified, _depth)
-        self._lookups[key] = found
+        if qualified in self._lookups:
+            return self._lookups[qualified]
+        self._lookups[qualified] = None  # an import cycle resolves to nothing
+        found = self._lookup(qualified)
+        self._lookups[qualified] = found
         return found
 
-    def _lookup(self, qualified: str, _depth: int) -> Optional[Definition]:
-        if _depth > 20:
-            return None
+    def _lookup(self, qualified: str) -> Optional[Definition]:
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = self.module(".".join(parts[:cut]))
@@ -560,7 +562,7 @@ class Project:
             if definition is None and head in module.imports:
                 target = module.imports[head]
                 if target != qualified:
-                    found = self.lookup(".".join([target, *rest[1:]]), _depth + 1)
+                    found = self.lookup(".".join([target, *rest[1:]]))
                     if found is not None:
                         return found
                 continue

@@ -62,7 +62,7 @@ class TensorFacts:
         other: set[str] = set()
         bindings: list[tuple[str, Optional[cst.BaseExpression]]] = []
         for param in (*self.function.node.params.params, *self.function.node.params.kwonly_params, *self.function.node.params.posonly_params):
-            if param.annotation is not None and self.qualified(param.annotation.annotation) == "ttnn.Tensor":
+            if param.annotation is not None and self.qualified(param.annotation.annotation) in tables().ttnn.tensor_types:
                 bindings.append((param.name.value, _ANNOTATED_DEVICE))
             else:
                 other.add(param.name.value)

@@ -461,7 +461,9 @@ class HostSideEffect(_HostLogicRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in python.mutating_methods:
             receiver = func.value
-            if isinstance(receiver, cst.Attribute) or self._module_container(receiver):
+            if context.function is not None and self.analysis.resolver.resolve(node, context.function) is not None:
+                pass  # a project method: its own body is analysed where it is reached
+            elif isinstance(receiver, cst.Attribute) or self._module_container(receiver):
                 self._report_statement(node, f"`.{func.attr.value}()` on `{context.module.code(receiver)}`")
                 return
         name = context.qualified_name(func)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
 from ..analyzer.cuda_graphs import is_graph_end
+from ..analyzer.capture_helpers import callee_name
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
@@ -266,7 +267,22 @@ class StaleTraceInput(Rule):
                 return out
             """,
             lines=(11,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def serve(model, static_x, batches):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_y = model(static_x)
+                for batch in batches:
+                    static_x = batch.cuda()
+                    graph.replay()
+                    yield static_y.clone()
+            """,
+            lines=(8,),
+        ),
     ]
     VALID = [
         Valid(
@@ -404,13 +420,14 @@ class MissingWarmUp(Rule):
         ),
     ]
 
-    def _user_calls(self, region: Region) -> list[cst.Call]:
-        module, function = region.module, region.function
+    def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
+        """Calls of user code among the nodes: project functions, locals and parameters,
+        and `self.*` calls (`self.model(x)`, `self.model.forward(x)`)."""
+        module = function.module
         project = self.analysis.project
-        receiver = function.params[0] if function.cls is not None and function.params else None
         calls = []
-        for node in iter_body_nodes(function):
-            if not isinstance(node, cst.Call) or not region.contains(node):
+        for node in nodes:
+            if not isinstance(node, cst.Call):
                 continue
             if self.analysis.resolver.resolve(node, function) is not None:
                 calls.append(node)
@@ -427,6 +444,22 @@ class MissingWarmUp(Rule):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
+
+    def _region_work(self, region: Region) -> list[cst.Call]:
+        function = region.function
+        receiver = function.params[0] if function.cls is not None and function.params else None
+        helpers = self._helpers()
+        # A helper that the project calls is judged at its call sites; uncalled, here.
+        helper = helpers.helpers.get(id(function)) if helpers and id(function) in helpers.called else None
+        calls = []
+        for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
+            if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
+                continue  # the helper's callable: judged at each call site
+            calls.append(call)
+        return calls
+
+    def _helpers(self):
+        return getattr(self.analysis, "capture_helpers", None)
 
     def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
         """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
@@ -463,9 +496,9 @@ class MissingWarmUp(Rule):
     def _callers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
         project = self.analysis.project
         found = []
-        for module in project.modules_mentioning(function.name.encode()):
+        for module in project.modules_calling(function.name):
             for call, caller in module.iter_calls():
-                if caller is None or caller is function:
+                if caller is None or caller is function or callee_name(call) != function.name:
                     continue
                 if self.analysis.resolver.resolve(call, caller) is function:
                     found.append((caller, call))
@@ -486,34 +519,77 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region], callers_cache: dict) -> bool:
+        """The same work runs elsewhere in the function, or in a project function calling it."""
+        if self._warmed_in(function, call, text, target, exclude):
+            return True
+        if id(function) not in callers_cache:
+            callers_cache[id(function)] = self._callers(function)
+        return any(
+            self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
+            for caller, site in callers_cache[id(function)]
+        )
+
     def unwarmed_calls(self, region: Region) -> list[cst.Call]:
         function = region.function
-        missing = []
-        callers = None
-        for call in self._user_calls(region):
-            text = function.module.normalized(call.func)
-            target = self.analysis.resolver.resolve(call, function)
-            if self._warmed_in(function, call, text, target, region):
-                continue
-            if callers is None:
-                callers = self._callers(function)
-            if any(
-                self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
-                for caller, site in callers
-            ):
-                continue
-            missing.append(call)
-        return missing
+        cache: dict = {}
+        return [
+            call
+            for call in self._region_work(region)
+            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve(call, function), region, cache)
+        ]
 
     def check_region(self, region: Region) -> None:
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            if region.kind == "ttnn":
-                advice = "call it once before `begin_trace_capture` to compile its programs"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self._advice(region.kind)}", module=region.module)
+
+    @staticmethod
+    def _advice(kind: str) -> str:
+        if kind == "ttnn":
+            return "call it once before `begin_trace_capture` to compile its programs"
+        return "run it a few times (on a side stream) before capturing the CUDA graph"
+
+    def _helper_warms_itself(self, helper) -> bool:
+        """The helper calls its callable outside its own regions before capturing."""
+        function = helper.function
+        if function is None:
+            return False
+        regions = [r for r in self.analysis.regions if r.function is function]
+        for node in function.nodes:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
+                if not any(r.contains(node) for r in regions):
+                    return True
+        return False
+
+    def check_project(self) -> None:
+        helpers = self._helpers()
+        if helpers is None:
+            return
+        cache: dict = {}
+        kinds = {id(r.function): r.kind for r in self.analysis.regions}
+        for site in helpers.sites:
+            caller = site.caller
+            if caller is None or self._helper_warms_itself(site.helper):
+                continue  # module-level call sites: nothing to compare with
+            module = site.module
+            if isinstance(site.target.node, cst.Lambda):
+                receiver = caller.params[0] if caller.cls is not None and caller.params else None
+                work = self._user_calls(site.target, site.target.nodes, receiver)
+                missing = [
+                    c for c in work
+                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve(c, site.target), None, cache)
+                ]
+                if not missing:
+                    continue
+                shown = module.code(missing[0].func)
             else:
-                advice = "run it a few times (on a side stream) before capturing the CUDA graph"
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {advice}", module=region.module)
+                if self._warm(caller, site.call, module.normalized(site.argument), site.target, None, cache):
+                    continue
+                shown = module.code(site.argument)
+            kind = kinds.get(id(site.helper.function), "ttnn")
+            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {self._advice(kind)}", module=module)
 
 
 def _is_static(function: FunctionInfo) -> bool:
@@ -621,7 +697,21 @@ class NestedCapture(Rule):
                 return y
             """,
             lines=(5,),
-        )
+        ),
+        Invalid(
+            """
+            import torch
+
+            def capture(model, static_x):
+                outer, inner = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+                with torch.cuda.graph(outer):
+                    y = model(static_x)
+                    with torch.cuda.graph(inner):
+                        z = model(y)
+                return y, z
+            """,
+            lines=(7,),
+        ),
     ]
     VALID = [
         Valid(
@@ -641,8 +731,12 @@ class NestedCapture(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        tables = self.context.tables
         name = self.context.qualified_name(node.func)
-        if name in self.context.tables.ttnn.capture_begin:
+        nested = name in tables.ttnn.capture_begin or name in tables.torch.graph_context or (
+            isinstance(node.func, cst.Attribute) and not node.args and node.func.attr.value in tables.torch.graph_begin_methods
+        )
+        if nested:
             self.report(node, "a capture begins while another is being recorded")
 
 
@@ -698,7 +792,25 @@ class AllocationAcrossReplay(Rule):
                 ttnn.execute_trace(device, tid, cq_id=0)
                 return out, scratch
             """
-        )
+        ),
+        Valid(
+            """
+            import ttnn
+
+            def run(device, model, x, steps):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                for _ in range(steps):
+                    ttnn.execute_trace(device, tid, cq_id=0)
+                    host = ttnn.zeros([32, 32], device=device)
+                    ttnn.deallocate(host)  # freed before the next replay
+                return out
+            """
+        ),
     ]
 
     def _allocates(self, call: cst.Call, region: Region) -> bool:
@@ -706,11 +818,40 @@ class AllocationAcrossReplay(Rule):
         name = self.analysis.project.qualified_name(call.func, region.module, region.function)
         if name is None:
             return False
-        if name in ("ttnn.to_device", "ttnn.allocate_tensor_on_device"):
+        if name in api.device_allocators:
             return True
         if name in api.creators or name in api.host_to_device_if_device_kwarg:
             device = keyword(call, "device")
             return device is not None and not is_none(device)
+        return False
+
+    def _frees(self, region: Region, name: str) -> list[cst.Call]:
+        """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function."""
+        api = self.analysis.tables.ttnn
+        project = self.analysis.project
+        out = []
+        for node in region.function.nodes:
+            if not isinstance(node, cst.Call):
+                continue
+            if project.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
+                target = node.args[0].value
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods:
+                target = node.func.value
+            else:
+                continue
+            if isinstance(target, cst.Name) and target.value == name:
+                out.append(node)
+        return out
+
+    @staticmethod
+    def _freed_between(module, allocation: cst.Call, execute: cst.Call, frees: list[cst.Call]) -> bool:
+        """Freed after the allocation and before that replay (in the text, or later in a loop
+        whose next turn replays)."""
+        start, replay = module.start(allocation), module.start(execute)
+        for free in frees:
+            at = module.start(free)
+            if start < at < replay or (replay < start < at):
+                return True
         return False
 
     def check_region(self, region: Region) -> None:
@@ -724,13 +865,14 @@ class AllocationAcrossReplay(Rule):
                 continue
             if _released_before(region, node):
                 continue
-            statement = next(
-                (a.statement for a in accesses(region.function) if a.statement is not None and _within(module, node, a.statement) and isinstance(a.statement, cst.BaseSmallStatement)),
-                None,
-            )
+            statement = next((a for a in reversed(module.ancestors(node, stop=region.function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
             if statement is not None and id(statement) in stale:
                 continue
-            if any(_executed_after(region, node, e) for e in executes):
+            name = statement.targets[0].target.value if (
+                isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
+            ) else None
+            frees = self._frees(region, name) if name else []
+            if any(_executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
 

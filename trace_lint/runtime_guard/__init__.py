@@ -1,8 +1,9 @@
-"""Runtime guard for ttnn trace captures.
+"""Runtime guard for ttnn trace captures and torch CUDA graphs.
 
-`with guard():` wraps ttnn while the block runs and checks that a capture
-(`begin_trace_capture` .. `end_trace_capture`) records device ops only, before the trace is
-ever executed. Importing this package imports neither ttnn nor torch.
+`with guard():` wraps ttnn and torch.cuda.CUDAGraph while the block runs and checks that a
+capture (`begin_trace_capture` .. `end_trace_capture`, `torch.cuda.graph` / `capture_begin` ..
+`capture_end`) records device work only, before the trace or graph is ever replayed. Importing
+this package imports neither ttnn nor torch.
 """
 
 from __future__ import annotations

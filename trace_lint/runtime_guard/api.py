@@ -1,7 +1,7 @@
 """The one table of ttnn and torch names the runtime guard patches or classifies.
 
-Everything the guard knows about ttnn 0.81.1's surface lives here, so a new ttnn release
-means editing this file only.
+Everything the guard knows about ttnn 0.81.1's and torch's (CUDA graphs) surface lives here,
+so a new release means editing this file only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,14 @@ LEFT_OPEN = "capture-left-open"
 STALE_INPUT = "stale-input"
 FREED_INPUT = "freed-trace-input"
 ALIVE_ACROSS_REPLAY = "alive-across-replay"
+# CUDA graph kinds: same codes, hints in CUDA terms.
+CUDA_HOST_READ = "cuda-host-read"
+CUDA_HOST_TRANSFER = "cuda-host-transfer"
+CUDA_SYNC = "cuda-sync"
+CUDA_HOST_WORK = "cuda-host-work"
+CUDA_TENSOR_CREATION = "cuda-tensor-creation"
+DATA_DEPENDENT_SHAPE = "data-dependent-shape"
+CUDA_LEFT_OPEN = "cuda-capture-left-open"
 
 
 class KindInfo:
@@ -107,6 +115,52 @@ KINDS: dict[str, KindInfo] = {
         "free it before execute_trace, allocate it before the capture, or acknowledge it with "
         "ttnn.tools.trace_allocation_tracker.corruptible_allocation_scope()",
         True,
+    ),
+    # CUDA graphs. raises_at_call is not used there: a call stops before torch runs it (mode
+    # "raise") when CUDA itself would fail it, i.e. when it touches a GPU tensor or syncs.
+    CUDA_HOST_READ: KindInfo(
+        "TRC102",
+        "host read inside a CUDA graph capture (replay will not read it again)",
+        "read results after capture_end() / replay(); inside the graph keep values on the GPU "
+        "(torch.where instead of `if x.item()`)",
+        False,
+    ),
+    CUDA_HOST_TRANSFER: KindInfo(
+        "TRC101",
+        "host-to-device copy inside a CUDA graph capture",
+        "copy new inputs into the graph's static GPU tensors before replay() (static_x.copy_(x))",
+        False,
+    ),
+    CUDA_SYNC: KindInfo(
+        "TRC103",
+        "synchronization inside a CUDA graph capture (CUDA error 900)",
+        "synchronize or query streams and events outside the capture, after replay()",
+        True,
+    ),
+    CUDA_HOST_WORK: KindInfo(
+        "TRC301",
+        "CPU tensor work inside a CUDA graph capture (replay will not repeat it)",
+        "do CPU tensor work before the capture, or keep it on the GPU: replay repeats GPU kernels only",
+        False,
+    ),
+    CUDA_TENSOR_CREATION: KindInfo(
+        "TRC301",
+        "CPU tensor created inside a CUDA graph capture (replay will not create it again)",
+        "create the tensor before the capture, or on the GPU (device='cuda')",
+        False,
+    ),
+    DATA_DEPENDENT_SHAPE: KindInfo(
+        "TRC501",
+        "op with a data-dependent output shape inside a CUDA graph capture",
+        "use a fixed-shape form: torch.where / masked_fill instead of a boolean index, "
+        "torch.nonzero_static(size=...) instead of nonzero",
+        False,
+    ),
+    CUDA_LEFT_OPEN: KindInfo(
+        "TRC401",
+        "CUDA graph capture left open",
+        "call capture_end() in a finally block right after capture_begin(), or use `with torch.cuda.graph(g):`",
+        False,
     ),
 }
 
@@ -200,3 +254,37 @@ TORCH_METADATA_FUNCTIONS: frozenset[str] = frozenset(
         "data_ptr", "storage_offset", "__len__", "__hash__", "requires_grad_", "__torch_function__",
     }
 )
+
+# ---------------------------------------------------------------- CUDA graphs (torch)
+# Methods of torch.cuda.CUDAGraph, patched while a guard is active (torch.cuda.graph and
+# make_graphed_callables call them).
+CUDA_GRAPH_METHODS: dict[str, str] = {"capture_begin": "begin", "capture_end": "end", "replay": "replay"}
+# Functions that block the host on the GPU: (module under torch, name).
+CUDA_SYNC_FUNCTIONS: tuple[tuple[str, str], ...] = (("cuda", "synchronize"), ("accelerator", "synchronize"))
+# Stream and event methods that block on, or poll, the GPU: (class under torch.cuda, method).
+CUDA_SYNC_METHODS: tuple[tuple[str, str], ...] = (
+    ("Stream", "synchronize"),
+    ("Stream", "query"),
+    ("Event", "synchronize"),
+    ("Event", "query"),
+)
+# TorchFunctionMode names that read tensor values into Python (TORCH_READ_FUNCTIONS above) and
+# torch functions whose output shape depends on the values of their input.
+CUDA_DATA_DEPENDENT_FUNCTIONS: frozenset[str] = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "repeat_interleave"}
+)
+# The same at the aten level (TorchDispatchMode, overload packet names): seen also when torch
+# calls them inside a composite op. repeat_interleave counts only without output_size.
+ATEN_HOST_READS: frozenset[str] = frozenset({"_local_scalar_dense", "item"})
+ATEN_DATA_DEPENDENT: frozenset[str] = frozenset(
+    {"nonzero", "argwhere", "masked_select", "_unique", "_unique2", "unique_dim", "unique_consecutive",
+     "bincount", "repeat_interleave"}
+)
+# aten ops that copy between devices: a copy to the CPU is a host read, from the CPU a transfer.
+ATEN_COPIES: frozenset[str] = frozenset({"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"})
+# Indexing ops whose boolean index makes the output shape data-dependent.
+ATEN_INDEXING: frozenset[str] = frozenset({"index"})
+# x[mask] = values: data-dependent unless the value is a single element (a masked fill).
+ATEN_INDEX_PUTS: frozenset[str] = frozenset({"index_put", "index_put_", "_index_put_impl_"})
+# Environment switch: "0" keeps the guard off torch (ttnn only).
+TORCH_ENV = "TRACE_LINT_GUARD_TORCH"

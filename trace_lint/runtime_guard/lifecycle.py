@@ -1,11 +1,16 @@
-"""The public guard: a context manager (and install/uninstall) around a patched ttnn."""
+"""The public guard: a context manager (and install/uninstall) around a patched ttnn and torch."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import os
+import sys
 import threading
 import warnings
 from typing import Any, Optional
 
+from trace_lint.runtime_guard import api
 from trace_lint.runtime_guard.report import (
     CaptureRecord,
     TraceSafetyError,
@@ -17,7 +22,9 @@ from trace_lint.runtime_guard.report import (
 MODES = ("raise", "warn")
 
 _state_lock = threading.RLock()
-_runtime: Any = None
+_runtime: Any = None  # ttnn
+_cuda: Any = None  # torch CUDA graphs
+_waiting: list["Guard"] = []  # active guards that will join the CUDA runtime once torch is imported
 _installed: list["Guard"] = []  # guards started with install(), for uninstall() without an argument
 
 
@@ -25,18 +32,86 @@ def active_runtime() -> Any:
     return _runtime
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _AfterExec(importlib.abc.Loader):
+    """Runs the real loader, puts it back on the module, then calls `then(module)`."""
+
+    def __init__(self, loader: Any, then: Any) -> None:
+        self._loader = loader
+        self._then = then
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__loader__ = self._loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        self._then(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+
+class _TorchImportHook(importlib.abc.MetaPathFinder):
+    """Joins waiting guards to the CUDA-graph guard when the program imports torch, so that a
+    guard started before `import torch` (the pytest session guard) never imports it itself."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        for finder in list(sys.meta_path):
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _AfterExec(spec.loader, _torch_imported)
+                return spec
+        return None
+
+
+_hook = _TorchImportHook()
+
+
+def _torch_imported(torch: Any) -> None:
+    with _state_lock:
+        if _hook in sys.meta_path:
+            sys.meta_path.remove(_hook)
+        waiting = list(_waiting)
+        _waiting.clear()
+        for guard in waiting:
+            try:
+                guard._join_cuda(torch)
+            except Exception as error:  # never break the program's import of torch
+                warnings.warn(f"trace-lint runtime guard: CUDA graphs not guarded: {error}", TraceSafetyWarning, stacklevel=2)
+
+
 class Guard:
-    """Wraps ttnn while active and records every capture begun meanwhile.
+    """Wraps ttnn and torch's CUDA graphs while active and records every capture begun meanwhile.
 
     Reentrant: entering an active guard again only counts; nested guards share one set of
     patches, and the innermost guard's mode decides what raises.
+
+    ttnn_module: None guards ttnn if it is installed, False never, a module guards that module.
+    torch: None guards CUDA graphs if torch is importable (patched once the program imports it,
+    never imported by the guard; TRACE_LINT_GUARD_TORCH=0 turns it off), False never, True
+    imports torch now.
     """
 
-    def __init__(self, mode: str = "raise", *, ttnn_module: Any = None) -> None:
+    def __init__(self, mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.mode = mode
         self._ttnn_module = ttnn_module
+        self._torch = torch
         self._captures: list[CaptureRecord] = []
         self._depth = 0
         self._lock = threading.RLock()
@@ -63,58 +138,116 @@ class Guard:
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ lifecycle
-    def install(self) -> "Guard":
+    def _wants_torch(self) -> bool:
+        if self._torch is not None:
+            return bool(self._torch)
+        return os.environ.get(api.TORCH_ENV, "1") != "0"
+
+    def _ttnn(self) -> Any:
+        module = self._ttnn_module
+        if module is False:
+            return None
+        if module is None:
+            if not _importable("ttnn"):
+                return None
+            import ttnn as module  # noqa: PLC0415 - only when a guard is used
+        return module
+
+    def _join_ttnn(self, module: Any) -> None:
         global _runtime
+        if _runtime is None:
+            from trace_lint.runtime_guard.runtime import Runtime
+
+            runtime = Runtime(module)
+            runtime.install()
+            _runtime = runtime
+        elif module is not _runtime.ttnn and self._ttnn_module is not None:
+            raise RuntimeError("another guard is active on a different ttnn module")
+        with _runtime.lock:
+            _runtime.guards.append(self)
+
+    def _join_cuda(self, torch: Any) -> None:
+        global _cuda
+        if _cuda is None:
+            from trace_lint.runtime_guard.cuda_graphs import CudaRuntime
+
+            runtime = CudaRuntime(torch)
+            runtime.install()
+            _cuda = runtime
+        with _cuda.lock:
+            if self not in _cuda.guards:
+                _cuda.guards.append(self)
+
+    def install(self) -> "Guard":
         with self._lock:
             self._depth += 1
             if self._depth > 1:
                 return self
             with _state_lock:
                 try:
-                    if _runtime is None:
-                        from trace_lint.runtime_guard.runtime import Runtime
+                    module = self._ttnn()
+                    if module is not None:
+                        self._join_ttnn(module)
+                    # After ttnn: importing ttnn imports torch.
+                    torch_ready = self._wants_torch() and ("torch" in sys.modules or self._torch is True)
+                    if torch_ready:
+                        import torch  # noqa: PLC0415 - loaded already, or asked for
 
-                        module = self._ttnn_module
-                        if module is None:
-                            import ttnn as module  # noqa: PLC0415 - only when a guard is used
-                        runtime = Runtime(module)
-                        runtime.install()
-                        _runtime = runtime
-                    elif self._ttnn_module is not None and self._ttnn_module is not _runtime.ttnn:
-                        raise RuntimeError("another guard is active on a different ttnn module")
-                    with _runtime.lock:
-                        _runtime.guards.append(self)
+                        self._join_cuda(torch)
+                    elif self._wants_torch() and _importable("torch"):
+                        _waiting.append(self)
+                        if _hook not in sys.meta_path:
+                            sys.meta_path.insert(0, _hook)
+                    elif module is None:
+                        raise ImportError(
+                            "trace-lint runtime guard: nothing to guard: ttnn is not importable and torch is "
+                            + ("not importable" if self._wants_torch() else f"off ({api.TORCH_ENV}=0)")
+                        )
                 except BaseException:
+                    self._leave()
                     self._depth -= 1
                     raise
         return self
 
+    def _leave(self) -> list[Violation]:
+        """Drop out of both runtimes; uninstall a runtime when its last guard leaves. Returns the
+        captures this guard saw begin that were still open (now ended by the guard)."""
+        global _runtime, _cuda
+        left: list[Violation] = []
+        with _state_lock:
+            if self in _waiting:
+                _waiting.remove(self)
+            if not _waiting and _hook in sys.meta_path:
+                sys.meta_path.remove(_hook)
+            try:
+                for runtime in (_runtime, _cuda):
+                    if runtime is not None and self in runtime.guards:
+                        left += runtime.close_left_open(self)
+            finally:
+                for name in ("_runtime", "_cuda"):
+                    runtime = globals()[name]
+                    if runtime is None:
+                        continue
+                    with runtime.lock:
+                        if self in runtime.guards:
+                            runtime.guards.remove(self)
+                        last = not runtime.guards
+                    if last:
+                        globals()[name] = None
+                        runtime.uninstall()
+                if self in _installed:
+                    _installed.remove(self)
+        return left
+
     def uninstall(self, exc: Optional[BaseException] = None) -> list[Violation]:
         """Leave the guard; report captures it saw begin that are still open (TRC401)."""
-        global _runtime
         with self._lock:
             if self._depth == 0:
                 return []
             self._depth -= 1
             if self._depth > 0:
                 return []
-            with _state_lock:
-                runtime = _runtime
-                left: list[Violation] = []
-                try:
-                    if runtime is not None:
-                        left = runtime.close_left_open(self)
-                finally:
-                    if runtime is not None:
-                        with runtime.lock:
-                            if self in runtime.guards:
-                                runtime.guards.remove(self)
-                            last = not runtime.guards
-                        if last:
-                            _runtime = None
-                            runtime.uninstall()
-                    if self in _installed:
-                        _installed.remove(self)
+            left = self._leave()
         if left:
             message = format_report(None, left, "capture left open when the guard exited")
             if self.mode == "raise" and exc is None:
@@ -134,14 +267,14 @@ class Guard:
         self.uninstall(exc)
 
 
-def guard(mode: str = "raise", *, ttnn_module: Any = None) -> Guard:
-    """`with guard(): ...` wraps ttnn for the block; see Guard."""
-    return Guard(mode, ttnn_module=ttnn_module)
+def guard(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> Guard:
+    """`with guard(): ...` wraps ttnn and CUDA graphs for the block; see Guard."""
+    return Guard(mode, ttnn_module=ttnn_module, torch=torch)
 
 
-def install(mode: str = "raise", *, ttnn_module: Any = None) -> Guard:
+def install(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> Guard:
     """Start a guard until uninstall(); returns it."""
-    started = Guard(mode, ttnn_module=ttnn_module).install()
+    started = Guard(mode, ttnn_module=ttnn_module, torch=torch).install()
     with _state_lock:
         _installed.append(started)
     return started
@@ -158,7 +291,7 @@ def uninstall(which: Optional[Guard] = None) -> list[Violation]:
 
 
 def is_installed() -> bool:
-    return _runtime is not None
+    return _runtime is not None or _cuda is not None or bool(_waiting)
 
 
 __all__ = ["Guard", "guard", "install", "uninstall", "is_installed", "TraceSafetyError", "TraceSafetyWarning"]

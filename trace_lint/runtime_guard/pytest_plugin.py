@@ -1,12 +1,15 @@
 """pytest plugin for the trace-lint runtime guard (entry point `pytest11: trace_lint`).
 
+It guards ttnn trace captures and torch CUDA graphs alike:
+
 - `--trace-guard` guards the whole session (`--trace-guard-mode=warn` to only warn);
 - the fixture `trace_guard` gives a guard active for one test, with its captures and violations;
 - the marker `@pytest.mark.trace_guard(mode="raise")` guards one test's call;
 - a short summary of guarded captures at the end.
 
-Nothing here imports ttnn (or torch) until a guard is actually started, and a run where ttnn
-is not installed is not disturbed: session guarding is skipped with a note, the fixture skips.
+Nothing here imports ttnn until a guard is actually started, nor torch ever (the guard patches
+torch when the tests import it). A run where neither is installed is not disturbed: session
+guarding is skipped with a note, the fixture skips.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from typing import Any, Optional
 
 import pytest
@@ -40,6 +44,21 @@ def _ttnn_module() -> Optional[Any]:
     return importlib.import_module(name)
 
 
+def _torch_available() -> bool:
+    from trace_lint.runtime_guard import api
+
+    if os.environ.get(api.TORCH_ENV, "1") == "0":
+        return False
+    return "torch" in sys.modules or importlib.util.find_spec("torch") is not None
+
+
+def _nothing_to_guard() -> str:
+    from trace_lint.runtime_guard import api
+
+    torch = "turned off" if os.environ.get(api.TORCH_ENV, "1") == "0" else "not importable"
+    return f"ttnn is not importable and torch is {torch} here"
+
+
 def _mode(config: pytest.Config, marker: Optional[pytest.Mark] = None) -> str:
     if marker is not None:
         if marker.args:
@@ -51,33 +70,36 @@ def _mode(config: pytest.Config, marker: Optional[pytest.Mark] = None) -> str:
 
 def _start(config: pytest.Config, mode: str) -> Optional[Any]:
     module = _ttnn_module()
-    if module is None:
+    torch = _torch_available()
+    if module is None and not torch:
         return None
     from trace_lint.runtime_guard.lifecycle import Guard
 
-    started = Guard(mode, ttnn_module=module).install()
+    started = Guard(mode, ttnn_module=False if module is None else module, torch=None if torch else False).install()
     config.stash[_STATE_KEY].guards.append(started)
     return started
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("trace-lint", "trace-lint runtime guard for ttnn trace captures")
+    group = parser.getgroup("trace-lint", "trace-lint runtime guard for ttnn trace captures and CUDA graphs")
     group.addoption("--trace-guard", action="store_true", default=False,
-                    help="guard every ttnn trace capture of the session (trace-lint runtime guard)")
+                    help="guard every ttnn trace capture and CUDA graph capture of the session (trace-lint)")
     group.addoption("--trace-guard-mode", choices=("raise", "warn"), default="raise",
-                    help="raise: stop at the offending call; warn: warn at end_trace_capture (default: raise)")
+                    help="raise: stop at the offending call or the capture's end; warn: warn at the "
+                         "capture's end (default: raise)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "trace_guard(mode='raise'): guard ttnn trace captures while this test runs (trace-lint)"
+        "markers",
+        "trace_guard(mode='raise'): guard ttnn trace captures and CUDA graphs while this test runs (trace-lint)"
     )
     state = _PluginState()
     config.stash[_STATE_KEY] = state
     if config.getoption("trace_guard"):
         state.session_guard = _start(config, config.getoption("trace_guard_mode"))
         if state.session_guard is None:
-            state.notes.append("--trace-guard: ttnn is not importable here; nothing was guarded")
+            state.notes.append(f"--trace-guard: {_nothing_to_guard()}; nothing was guarded")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -99,7 +121,7 @@ def trace_guard(request: pytest.FixtureRequest):
     marker = request.node.get_closest_marker("trace_guard")
     started = _start(request.config, _mode(request.config, marker))
     if started is None:
-        pytest.skip("trace_guard: ttnn is not importable, so there is nothing to guard")
+        pytest.skip(f"trace_guard: {_nothing_to_guard()}, so there is nothing to guard")
     try:
         yield started
     finally:
@@ -114,7 +136,7 @@ def pytest_runtest_call(item: pytest.Item):
     started = _start(item.config, _mode(item.config, marker))
     if started is None:
         item.config.stash[_STATE_KEY].notes.append(
-            f"{item.nodeid}: marked trace_guard but ttnn is not importable; ran unguarded"
+            f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
         )
         return (yield)
     try:

@@ -124,7 +124,7 @@ class OpRecord:
 
 @dataclass
 class CaptureRecord:
-    """One trace capture seen by the guard, from begin to release."""
+    """One trace capture (or CUDA graph capture) seen by the guard, from begin to release."""
 
     device: str
     trace_id: int
@@ -137,10 +137,11 @@ class CaptureRecord:
     refused_executions: int = 0
     end_frame: Optional[Frame] = None
     begin_order: int = 0
+    label: str = "trace"  # "CUDA graph" for torch captures
 
     @property
     def name(self) -> str:
-        return f"trace {self.trace_id} on {self.device}"
+        return f"{self.label} {self.trace_id} on {self.device}"
 
     def summary_line(self) -> str:
         n = len(self.violations)
@@ -164,7 +165,8 @@ def format_report(capture: Optional[CaptureRecord], violations: list[Violation],
 
 
 class TraceSafetyError(RuntimeError):
-    """A trace capture or replay broke the trace contract; raised before ttnn runs the offending call."""
+    """A trace capture or CUDA graph broke the contract; raised before ttnn (or torch) runs the
+    offending call, at the end of the capture, or instead of a replay."""
 
     def __init__(self, message: str, violations: Optional[list[Violation]] = None,
                  capture: Optional[CaptureRecord] = None) -> None:
@@ -174,4 +176,4 @@ class TraceSafetyError(RuntimeError):
 
 
 class TraceSafetyWarning(UserWarning):
-    """Mode "warn": a violation, reported at end_trace_capture."""
+    """Mode "warn": a violation, reported at end_trace_capture (CUDAGraph.capture_end)."""

@@ -1,0 +1,24 @@
+"""README.md keeps its promises: two Quick start commands, a rule table generated from the rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from trace_lint.docs import with_readme_table
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_rule_table_matches_the_rules():
+    text = README.read_text(encoding="utf-8")
+    assert with_readme_table(text) == text, "README.md's rule table is stale: run python scripts/gen_rule_docs.py"
+
+
+def test_quick_start_has_exactly_two_commands():
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2
+    assert "examples/" in commands[0] and "pytest" in commands[1]
