@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
 from .analyzer.discovery import discover, display_path, matches_per_file_glob, module_name
-from .analyzer.engine import Engine
 from .analyzer.findings import Finding
-from .analyzer.project import ModuleInfo, Project
-from .analyzer.suppressions import apply_suppressions
 from .config import Settings, real_path
-from .rules import ALL_RULES, BY_CODE, selected_codes
-from .rules.analysis import UnusedSuppression
+
+# The engine, the rules and libcst are imported only when something needs analysing: a run
+# answered from the cache never loads them.
 
 
 @dataclass
@@ -40,9 +37,15 @@ def check(
     *,
     force_exclude: bool = False,
     sources: Optional[dict[Path, str]] = None,
+    jobs: int = 1,
+    cache=None,
+    progress=None,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
-    (stdin, unsaved editor buffers); such a path is checked even if it does not exist."""
+    (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
+    `jobs` > 1 checks in worker processes when there is enough work; `cache` (a
+    `cache.ResultCache`) answers a run whose files and settings it has seen; `progress` (a
+    `progress.Progress`) is told how the run goes."""
     result = CheckResult()
     sources = {real_path(p): text for p, text in (sources or {}).items()}
     on_disk = [p for p in paths if real_path(p) not in sources]
@@ -50,28 +53,80 @@ def check(
     result.errors.extend(found.errors)
     files = list(found.files)
     explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
-    modules: list[ModuleInfo] = []
+    entries: list[tuple[Path, str, str, Optional[str], bool]] = []
     seen: set[Path] = set()
     for path in [*files, *(Path(p) for p in sources)]:
         key = real_path(path)
         if key in seen:
             continue
         seen.add(key)
-        modules.append(ModuleInfo(path, module_name(path), display_path(path), text=sources.get(key)))
-    result.files_checked = len(modules)
-    project = Project(modules)
+        entries.append((path, module_name(path), display_path(path), sources.get(key), key in explicit))
+    result.files_checked = len(entries)
 
+    raw: dict[int, bytes] = {}
+    run_key = None
+    if cache is not None and not result.errors:
+        from .cache import content_hash, run_key as make_key
+
+        hashes = []
+        for index, (path, name, display, text, is_explicit) in enumerate(entries):
+            try:
+                data = text.encode("utf-8", "surrogatepass") if text is not None else path.read_bytes()
+            except OSError:
+                hashes = None  # a file that cannot be read: report it, cache nothing
+                break
+            raw[index] = data
+            hashes.append((display, name, content_hash(data), is_explicit))
+        if hashes is not None:
+            run_key = make_key(settings, hashes)
+            hit = cache.load(run_key)
+            if hit is not None:
+                findings, files_checked = hit
+                return CheckResult(findings, [], files_checked)
+    findings = _analyse(entries, raw, settings, result, jobs, progress)
+    if run_key is not None and not result.errors:
+        cache.store(run_key, findings, result.files_checked)
+    return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+
+
+def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress) -> list[Finding]:
+    from .analyzer.engine import Engine
+    from .analyzer.project import ModuleInfo, Project
+    from .analyzer.source import decode
+    from .analyzer.suppressions import apply_suppressions, install_suppression_facts
+    from .rules import ALL_RULES, BY_CODE, selected_codes
+    from .rules.analysis import UnusedSuppression
+
+    modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
+    project = Project(modules)
+    for index, data in raw.items():
+        project._raw[id(modules[index])] = data
+    explicit = {id(m) for m, entry in zip(modules, entries) if entry[4]}
     enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
-    engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled])
-    engine.always_parse = {id(m) for m in modules if real_path(m.path) in explicit}
-    raw = engine.run()
-    result.errors.extend(engine.internal_errors)
+    if progress is not None:
+        progress.start(len(modules))
+
+    parallel = None
+    if jobs > 1:
+        from .parallel import run_parallel
+
+        parallel = run_parallel(project, settings, enabled, explicit, jobs, on_shard_done=progress.shard_done if progress else None)
+    facts: dict[str, tuple] = {}
+    if parallel is not None:
+        raw_findings = parallel.findings
+        result.errors.extend(parallel.internal_errors)
+        facts = parallel.facts
+    else:
+        engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled])
+        engine.always_parse = explicit
+        raw_findings = engine.run()
+        result.errors.extend(engine.internal_errors)
     for module in modules:
         if module.read_error:
             result.errors.append(module.read_error)
 
     by_file: dict[str, list[Finding]] = {}
-    for finding in raw:
+    for finding in raw_findings:
         by_file.setdefault(finding.filename, []).append(finding)
     findings: list[Finding] = []
     for module in modules:
@@ -79,8 +134,15 @@ def check(
         if module.read_error:
             continue
         if file_findings or _may_hold_suppressions(project, module):
-            module.load()
-            file_findings = apply_suppressions(module, file_findings, BY_CODE, enabled, UnusedSuppression.code, _unused_message)
+            text = None
+            if module.display_path in facts and not module._loaded:
+                # Parsed in a worker: its facts and the raw text are all suppressions need.
+                install_suppression_facts(module, facts[module.display_path])
+                source = decode(project.raw_bytes(module))
+                text = source.text if source.error is None else ""
+            else:
+                module.load()
+            file_findings = apply_suppressions(module, file_findings, BY_CODE, enabled, UnusedSuppression.code, _unused_message, text=text)
         ignored = [codes for glob, codes in settings.per_file_ignores if matches_per_file_glob(module.display_path, module.path, glob, settings.root)]
         for finding in file_findings:
             if any(finding.code.startswith(code) or code == "ALL" for codes in ignored for code in codes):
@@ -89,16 +151,21 @@ def check(
     for finding in findings:
         _attach_related(finding)
     findings.sort(key=Finding.sort_key)
-    return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+    if progress is not None:
+        progress.finish()
+    return findings
 
 
-def _may_hold_suppressions(project: Project, module: ModuleInfo) -> bool:
+def _may_hold_suppressions(project, module) -> bool:
     data = project.raw_bytes(module)
     return b"TRC" in data or b"trace-lint:" in data
 
 
 def _attach_related(finding: Finding) -> None:
     """The JSON `related` list: every chain back to its capture site, outermost first."""
+    # Shortest chain first, then by place: the same order however the chains were found
+    # (a parallel run merges them from several workers).
+    finding.chains.sort(key=lambda chain: (len(chain), [(s.filename, s.location.row, s.location.column, s.message) for s in chain]))
     related = []
     for chain in finding.chains:
         for step in chain:

@@ -54,6 +54,7 @@ def check(
     config: Optional[Path] = typer.Option(None, "--config", help="Use this pyproject.toml or trace-lint.toml."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for large runs (default: the number of CPUs; 1: serial)."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name to report for source read from stdin."),
 ) -> None:
     """Check files and folders for code that is unsafe inside captures."""
@@ -85,7 +86,20 @@ def check(
     except ConfigError as error:
         raise _fail(str(error))
     try:
-        result = run_check(targets, settings, force_exclude=force_exclude, sources=sources)
+        from .cache import ResultCache, cache_folder
+        from .parallel import default_jobs
+        from .progress import Progress
+
+        cache = None if no_cache else ResultCache(cache_folder(settings))
+        result = run_check(
+            targets,
+            settings,
+            force_exclude=force_exclude,
+            sources=sources,
+            jobs=jobs if jobs is not None else default_jobs(),
+            cache=cache,
+            progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
+        )
     except Exception as error:  # an internal error must still exit 2 with a message
         import traceback
 

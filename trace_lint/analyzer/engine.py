@@ -183,7 +183,7 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_cal
 
 
 class Engine:
-    def __init__(self, project: Project, settings: Settings, rules: Sequence[type[Rule]]):
+    def __init__(self, project: Project, settings: Settings, rules: Sequence[type[Rule]], roots_in: Optional[Iterable[ModuleInfo]] = None):
         self.project = project
         self.settings = settings
         self.rule_classes = list(rules)
@@ -201,6 +201,9 @@ class Engine:
         self._visitors = [(rule, rule.visitors()) for rule in self.rules]
         # Modules parsed whatever the prefilter says (files named on the command line).
         self.always_parse: set[int] = set()
+        # A parallel worker's share: only these modules are searched for captures and roots
+        # (the prefilter already ran in the parent); None: the prefilter decides.
+        self.roots_in: Optional[list[ModuleInfo]] = list(roots_in) if roots_in is not None else None
 
     # -- facts shared by rules ---------------------------------------------------------------
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
@@ -264,6 +267,8 @@ class Engine:
     # -- the run ---------------------------------------------------------------------------
     def candidate_modules(self) -> list[ModuleInfo]:
         """Modules that can hold captured code or lifecycle calls; the rest parse only on demand."""
+        if self.roots_in is not None:
+            return self.roots_in
         from .prefilter import candidate_modules, prefilter_for
 
         return candidate_modules(self.project, prefilter_for(self.settings, self.tables), self.always_parse)

@@ -70,6 +70,9 @@ Definition = Union[FunctionInfo, ClassInfo]
 class ModuleInfo:
     """One source file. Parsed on first use of `tree`."""
 
+    # Files parsed in this process, for progress on a terminal.
+    parsed_count = 0
+
     def __init__(self, path: Path, name: str, display_path: str, text: Optional[str] = None):
         self.path = path
         self.name = name
@@ -113,6 +116,7 @@ class ModuleInfo:
         if self.source.error:
             self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
             return
+        ModuleInfo.parsed_count += 1
         try:
             tree = cst.parse_module(self.source.text)
         except cst.ParserSyntaxError as error:

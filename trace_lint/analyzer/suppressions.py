@@ -64,8 +64,9 @@ def _comments(text: str) -> list[tuple[int, int, str, bool]]:
     return out
 
 
-def parse_suppressions(module: ModuleInfo) -> list[Suppression]:
-    text = module.text
+def parse_suppressions(module: ModuleInfo, text: Optional[str] = None) -> list[Suppression]:
+    if text is None:
+        text = module.text
     if "noqa" not in text.lower() and "trace-lint" not in text:
         return []
     first_code_line = _first_code_line(module)
@@ -100,8 +101,21 @@ def parse_suppressions(module: ModuleInfo) -> list[Suppression]:
     return result
 
 
+def suppression_facts(module: ModuleInfo) -> tuple[Optional[int], dict[int, int]]:
+    """What suppressions need from the parse tree, small enough to send between processes."""
+    return _first_code_line(module), statement_first_lines(module)
+
+
+def install_suppression_facts(module: ModuleInfo, facts: tuple[Optional[int], dict[int, int]]) -> None:
+    """Give a module facts computed elsewhere, so that suppressions need no parse here."""
+    module._first_code_line = facts[0]  # type: ignore[attr-defined]
+    module._statement_lines = facts[1]  # type: ignore[attr-defined]
+
+
 def _first_code_line(module: ModuleInfo) -> Optional[int]:
     """The first line of code that is not a docstring or an import."""
+    if hasattr(module, "_first_code_line"):
+        return module._first_code_line  # type: ignore[attr-defined]
     module.load()
     tree = module.tree
     if tree is None:
@@ -151,9 +165,11 @@ def apply_suppressions(
     enabled_codes: set[str],
     unused_code: str,
     unused_message,
+    text: Optional[str] = None,
 ) -> list[Finding]:
-    """The findings that survive, plus unused-suppression findings for this file."""
-    suppressions = parse_suppressions(module)
+    """The findings that survive, plus unused-suppression findings for this file. `text`: the
+    module's source when it is not to be parsed here (facts installed from a worker)."""
+    suppressions = parse_suppressions(module, text)
     first_lines = statement_first_lines(module)
     for finding in findings:
         if finding.noqa_row is None:

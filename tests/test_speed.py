@@ -1,0 +1,200 @@
+"""Prefilter, result cache and parallel checking: same findings as the plain serial run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trace_lint import parallel
+from trace_lint.analyzer.prefilter import prefilter_for
+from trace_lint.api_tables import tables
+from trace_lint.cache import ResultCache
+from trace_lint.checker import check
+from trace_lint.config import Settings, load_settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+from gen_tree import generate  # noqa: E402
+
+
+def _dump(findings) -> list[dict]:
+    return [f.to_json() for f in findings]
+
+
+def _admits(text: str, name: str = "app.mod", settings: Settings = Settings()) -> bool:
+    return prefilter_for(settings, tables()).admits(text.encode(), name, False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import ttnn\ntid = ttnn.begin_trace_capture(d)\n",
+        "import ttnn as tt\ntt . begin_trace_capture(d)\n",
+        "from ttnn import (\n    relu,  # why\n    begin_trace_capture as btc,\n)\nbtc(d)\n",
+        "import torch\nwith torch.cuda.graph(g):\n    pass\n",
+        "import torch.cuda as tc\nwith tc.graph(g):\n    pass\n",
+        "from torch import cuda\nwith cuda.graph(g):\n    pass\n",
+        "from torch.cuda import graph\nwith graph(g):\n    pass\n",
+        "def f(torch):\n    return torch.cuda.make_graphed_callables(m, (x,))\n",
+        "g.capture_begin()\n",
+        "def f():  # trace-lint: captured\n    pass\n",
+        "from trace_lint import captured\n@captured\ndef f():\n    pass\n",
+    ],
+)
+def test_prefilter_admits_every_spelling_of_a_capture(text):
+    assert _admits(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import torch\nx = torch.cuda.is_available()\n",
+        "# the fx graph of a model\nimport torch\ngraph = build()\n",
+        "from mylib import graph\nwith graph(g):\n    pass\n",
+        "import torch\ny = torch.relu(x)  # captured later\n",
+    ],
+)
+def test_prefilter_leaves_out_files_without_a_capture(text):
+    assert not _admits(text)
+
+
+def test_prefilter_relative_import_inside_the_package_resolves():
+    # torch/cuda/__init__.py: `from .graphs import graph` binds torch.cuda.graphs.graph
+    text = b"from .graphs import graph\nwith graph(g):\n    pass\n"
+    assert prefilter_for(Settings(), tables()).admits(text, "torch.cuda", True)
+    assert not prefilter_for(Settings(), tables()).admits(text, "other.pkg", True)
+
+
+def test_prefilter_configured_names_are_candidates():
+    settings = Settings(capture_helpers=("tools.trace.capture_trace",), captured_functions=("app.model.step",))
+    assert _admits("from tools.trace import capture_trace\ncapture_trace(dev, run)\n", settings=settings)
+    assert _admits("def step(x):\n    return x\n", settings=settings)
+    assert not _admits("def other(x):\n    return x\n", settings=settings)
+
+
+def test_prefilter_misses_no_root_in_the_fixtures(monkeypatch):
+    """Every module in which an unfiltered engine finds a capture region or root is admitted."""
+    from trace_lint.analyzer.engine import Engine
+    from trace_lint.analyzer.discovery import discover, display_path, module_name
+    from trace_lint.analyzer.project import ModuleInfo, Project
+    from trace_lint.rules import ALL_RULES
+
+    checked = 0
+    for config in sorted(FIXTURES.glob("*/pyproject.toml")):
+        settings = load_settings(config.parent)
+        files = discover([config.parent], settings).files
+        modules = [ModuleInfo(p, module_name(p), display_path(p)) for p in files]
+        project = Project(modules)
+        engine = Engine(project, settings, ALL_RULES, roots_in=modules)
+        engine.run()
+        holding = {r.module.display_path for r in engine.regions}
+        holding |= {root.related.filename for root in engine.roots}
+        prefilter = prefilter_for(settings, tables())
+        for module in modules:
+            if module.display_path in holding:
+                checked += 1
+                assert prefilter.admits(project.raw_bytes(module), module.name, module.is_package), module.display_path
+    assert checked >= 5
+
+
+def test_cached_run_gives_the_same_findings(tmp_path):
+    tree = generate(tmp_path / "tree", 6)
+    settings = load_settings(tree)
+    cache = ResultCache(tmp_path / "cache")
+    plain = check([tree], settings)
+    first = check([tree], settings, cache=cache)
+    assert list((tmp_path / "cache").glob("results-*.json"))
+    second = check([tree], settings, cache=cache)
+    assert plain.findings and _dump(plain.findings) == _dump(first.findings) == _dump(second.findings)
+    assert plain.files_checked == second.files_checked
+
+
+def test_cache_is_invalidated_by_an_edit_in_another_file(tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    settings = load_settings(tree)
+    cache = ResultCache(tmp_path / "cache")
+    before = check([tree], settings, cache=cache)
+    layers = tree / "dense" / "layers_1.py"
+    # The finding is in a callee: the file holding the capture did not change.
+    layers.write_text(layers.read_text().replace("host = ttnn.to_torch(y)", "host = y"))
+    after = check([tree], settings, cache=cache)
+    assert _dump(after.findings) == _dump(check([tree], settings).findings)
+    assert _dump(after.findings) != _dump(before.findings)
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"format": 1, "version": "0.0.0-other", "key": "%s", "files_checked": 1, "findings": []}', '{"format": 1, "version": "%v", "key": "%s", "files_checked": 1, "findings": [{"code": 3}]}'])
+def test_damaged_or_foreign_cache_is_rebuilt(tmp_path, damage):
+    from trace_lint import __version__
+
+    tree = generate(tmp_path / "tree", 2)
+    settings = load_settings(tree)
+    cache = ResultCache(tmp_path / "cache")
+    good = check([tree], settings, cache=cache)
+    (entry,) = (tmp_path / "cache").glob("results-*.json")
+    key = entry.stem[len("results-"):]
+    entry.write_text(damage.replace("%s", key).replace("%v", __version__))
+    again = check([tree], settings, cache=cache)
+    assert _dump(again.findings) == _dump(good.findings)
+    assert json.loads(entry.read_text())["version"] == __version__  # rewritten
+
+
+def test_parallel_run_matches_serial(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_CANDIDATES", 2)
+    monkeypatch.setattr(parallel, "MIN_CANDIDATE_BYTES", 0)
+    calls = []
+    real = parallel.run_parallel
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        calls.append(result is not None)
+        return result
+
+    monkeypatch.setattr(parallel, "run_parallel", spy)
+    for root in [generate(tmp_path / "tree", 8), FIXTURES / "interprocedural", FIXTURES / "lexical_rules"]:
+        settings = load_settings(root)
+        serial = check([root], settings, jobs=1)
+        sharded = check([root], settings, jobs=2)
+        assert _dump(sharded.findings) == _dump(serial.findings), root
+        assert sharded.errors == serial.errors
+    assert calls and calls[0], "the generated tree must really run in workers"
+
+
+def test_shards_balance_by_size():
+    shares = parallel.shard([10, 1, 1, 8, 2], 2)
+    assert sorted(i for s in shares for i in s) == [0, 1, 2, 3, 4]
+    totals = sorted(sum([10, 1, 1, 8, 2][i] for i in s) for s in shares)
+    assert totals == [11, 11]
+
+
+def test_warm_run_does_not_import_libcst(tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from trace_lint.cache import ResultCache\nfrom trace_lint.checker import check\nfrom trace_lint.config import load_settings\n"
+        f"tree = Path({str(tree)!r})\n"
+        "result = check([tree], load_settings(tree), cache=ResultCache(Path(sys.argv[1])))\n"
+        "print(len(result.findings), 'libcst' in sys.modules)\n"
+    )
+    cold = subprocess.run([sys.executable, "-c", script, str(tmp_path / "c")], capture_output=True, text=True, check=True)
+    warm = subprocess.run([sys.executable, "-c", script, str(tmp_path / "c")], capture_output=True, text=True, check=True)
+    count, imported = cold.stdout.split()
+    assert imported == "True" and int(count) > 0
+    assert warm.stdout.split() == [count, "False"]
+
+
+def test_cli_no_cache_writes_nothing_and_cache_dir_is_honoured(tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    (tree / "pyproject.toml").write_text('[tool.trace-lint]\ncache-dir = "elsewhere"\n')
+    command = [sys.executable, "-m", "trace_lint", "check", str(tree), "--output-format", "json"]
+    first = subprocess.run([*command, "--no-cache"], capture_output=True, text=True, cwd=tmp_path)
+    assert not (tree / "elsewhere").exists() and not (tree / ".trace-lint-cache").exists()
+    second = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    third = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert list((tree / "elsewhere").glob("results-*.json"))
+    assert first.returncode == second.returncode == third.returncode == 1
+    assert json.loads(first.stdout) == json.loads(second.stdout) == json.loads(third.stdout)
+    assert first.stderr == third.stderr == ""  # no progress in pipes

@@ -1,0 +1,143 @@
+"""Checking across processes by sharding the roots of captured code.
+
+Each worker builds the whole project (files parse lazily) and runs the engine with only its
+share of the candidate modules searched for captures and roots; it parses what its roots
+reach. The parent merges the findings: a finding reported by several workers (the same file,
+line and code) gets the union of their call chains. Project-level rules run in every worker
+and give the same findings there (TRC001 reports the files a worker parsed, so the union is the
+serial set; TRC405 is complete in any worker that holds a ttnn capture), and merge away.
+
+Rules may look at which kinds of capture reach a function (ttnn, CUDA graph, declared); a
+function reached from roots in two shards sees only its shard's kinds. When that happens with
+different kinds, the parallel result could differ from a serial one, so the run is redone
+serially. Each worker also sends what suppressions need from the parse trees of the files it
+reported on, so that the parent applies suppressions without parsing those files again.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .analyzer.findings import Finding
+
+# Below this much candidate source, process start-up costs more than it saves.
+MIN_CANDIDATES = 4
+MIN_CANDIDATE_BYTES = 200_000
+
+
+@dataclass
+class ShardResult:
+    findings: list[Finding] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+    # display path -> (first code line, statement first lines), for files with findings.
+    facts: dict[str, tuple] = field(default_factory=dict)
+    # (display path, qualname) -> the capture kinds that reach the function in this shard.
+    kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+
+
+@dataclass
+class ParallelResult:
+    findings: list[Finding]
+    internal_errors: list[str]
+    facts: dict[str, tuple]
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def shard(sizes: Sequence[int], count: int) -> list[list[int]]:
+    """Indexes split into `count` shards of similar total size (largest first, to the lightest)."""
+    shards: list[list[int]] = [[] for _ in range(count)]
+    totals = [0] * count
+    for index in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        lightest = min(range(count), key=lambda s: (totals[s], s))
+        shards[lightest].append(index)
+        totals[lightest] += sizes[index]
+    return [sorted(s) for s in shards if s]
+
+
+def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
+    from .analyzer.engine import Engine
+    from .analyzer.project import ModuleInfo, Project
+    from .analyzer.suppressions import suppression_facts
+    from .rules import ALL_RULES
+
+    modules = [ModuleInfo(Path(path), name, display, text=text) for path, name, display, text in entries]
+    project = Project(modules)
+    engine = Engine(project, settings, [r for r in ALL_RULES if r.code in codes], roots_in=[modules[i] for i in share])
+    engine.always_parse = {id(modules[i]) for i in explicit}
+    result = ShardResult(findings=engine.run(), internal_errors=list(engine.internal_errors))
+    by_display = {m.display_path: m for m in modules}
+    for finding in result.findings:
+        module = by_display.get(finding.filename)
+        if module is not None and finding.filename not in result.facts and not module.read_error:
+            result.facts[finding.filename] = suppression_facts(module)
+    for function in engine.reach:
+        key = (function.module.display_path, function.qualname)
+        result.kinds[key] = engine.capture_kinds(function, None)
+    return result
+
+
+def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: int, on_shard_done=None) -> Optional[ParallelResult]:
+    """Findings as a serial engine run gives them, or None where a serial run is due (too
+    little work, one job, or shards that disagree about how a function is captured)."""
+    from .analyzer.prefilter import candidate_modules, prefilter_for
+    from .api_tables import tables
+
+    if jobs <= 1:
+        return None
+    modules = project.modules
+    index_of = {id(m): i for i, m in enumerate(modules)}
+    explicit_indexes = sorted(index_of[i] for i in explicit if i in index_of)
+    candidates = candidate_modules(project, prefilter_for(settings, tables()), {id(modules[i]) for i in explicit_indexes})
+    sizes = [len(project.raw_bytes(m)) for m in candidates]
+    if len(candidates) < MIN_CANDIDATES or sum(sizes) < MIN_CANDIDATE_BYTES:
+        return None
+    shares = shard(sizes, min(jobs, len(candidates)))
+    entries = [(str(m.path), m.name, m.display_path, m._text) for m in modules]
+    shard_results: list[ShardResult] = []
+    with ProcessPoolExecutor(max_workers=len(shares)) as pool:
+        futures = [
+            pool.submit(_run_shard, entries, settings, codes, explicit_indexes, [index_of[id(candidates[i])] for i in share])
+            for share in shares
+        ]
+        for future in futures:
+            shard_results.append(future.result())
+            if on_shard_done is not None:
+                on_shard_done(len(shard_results), len(futures))
+    kinds: dict[tuple[str, str], frozenset] = {}
+    for part in shard_results:
+        for key, value in part.kinds.items():
+            if kinds.setdefault(key, value) != value:
+                return None
+    return merge(shard_results)
+
+
+def merge(parts: Sequence[ShardResult]) -> ParallelResult:
+    merged: dict[tuple[str, int, str], Finding] = {}
+    errors: list[str] = []
+    facts: dict[str, tuple] = {}
+    for part in parts:
+        for finding in part.findings:
+            key = (finding.filename, finding.location.row, finding.code)
+            existing = merged.get(key)
+            if existing is None:
+                merged[key] = finding
+                continue
+            for chain in finding.chains:
+                if chain not in existing.chains:
+                    existing.chains.append(chain)
+        for error in part.internal_errors:
+            if error not in errors:
+                errors.append(error)
+        for name, value in part.facts.items():
+            facts.setdefault(name, value)
+    return ParallelResult(list(merged.values()), errors, facts)
