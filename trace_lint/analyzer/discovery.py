@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -24,14 +25,18 @@ class Discovery:
 def module_name(path: Path) -> str:
     """Dotted module name from the path: climb while the folder is a package."""
     path = real_path(path)
-    parts = [] if path.stem == "__init__" else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file() or (directory / "__init__.pyi").is_file():
-        parts.insert(0, directory.name)
-        if directory.parent == directory:
-            break
-        directory = directory.parent
+    parts = [*_package_parts(path.parent), *([] if path.stem == "__init__" else [path.stem])]
     return ".".join(parts) or path.stem
+
+
+@lru_cache(maxsize=4096)
+def _package_parts(directory: Path) -> tuple[str, ...]:
+    # Memoized per folder: every file of a folder climbs the same packages (one run's stats).
+    if not ((directory / "__init__.py").is_file() or (directory / "__init__.pyi").is_file()):
+        return ()
+    if directory.parent == directory:
+        return (directory.name,)
+    return (*_package_parts(directory.parent), directory.name)
 
 
 class _Excluder:
@@ -84,6 +89,7 @@ class _Excluder:
 
 def discover(paths: Iterable[Path], settings: Settings, force_exclude: bool = False) -> Discovery:
     result = Discovery()
+    _package_parts.cache_clear()  # a long-lived process (the language server) sees new packages
     excluder = _Excluder(settings)
     seen: set[Path] = set()
 

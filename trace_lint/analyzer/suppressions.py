@@ -143,6 +143,13 @@ def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
                 start, end = code_range.start.line, code_range.end.line
             elif isinstance(node, (cst.If, cst.While, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)):
                 start = code_range.start.line
+                if isinstance(node, cst.Match):
+                    # No body: the header ends before the first `case`.
+                    end = module.positions[node.cases[0]].start.line - 1 if node.cases else start
+                    if end > start:
+                        for line in range(start + 1, end + 1):
+                            mapping.setdefault(line, start)
+                    continue
                 body = node.body
                 # An indented body starts on a later line: the header ends before its first statement.
                 if isinstance(body, cst.IndentedBlock) and body.body:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..analyzer.findings import Finding
-from ..rules import BY_CODE
 from . import OutputContext
 from ._paths import relative_to_root, repository_root
 
@@ -36,6 +35,8 @@ def annotation(finding: Finding, path: str, root: Optional[Path] = None) -> str:
     elif end.row > start.row:
         properties.append(("endLine", str(end.row)))
     properties.append(("title", finding.code))
+    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+
     rule = BY_CODE.get(finding.code)
     lines = [finding.message]
     if finding.related:

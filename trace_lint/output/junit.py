@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from ..analyzer.findings import Finding
-from ..rules import BY_CODE
 from . import OutputContext
 
 # Characters XML 1.0 cannot carry at all, even escaped.
@@ -25,6 +24,8 @@ def _details(finding: Finding) -> str:
     for chain in finding.chains:
         lines.append("captured via (innermost last):")
         lines += [f"  {s.filename}:{s.location.row}:{s.location.column}: {s.message}" for s in chain]
+    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+
     rule = BY_CODE.get(finding.code)
     if rule is not None and rule.help:
         lines.append(f"help: {rule.help}")

@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..analyzer.findings import DOCS_URL, Finding, Location
-from ..rules import ALL_RULES
 from . import OutputContext
 from ._paths import relative_to_root, repository_root
 
@@ -75,6 +74,8 @@ def _fingerprint(finding: Finding, line_text: Optional[str], occurrence: int, ur
 
 
 def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optional[Path] = None) -> dict:
+    from ..rules import ALL_RULES  # lazy: libcst loads only when SARIF is asked for
+
     root = root or repository_root()
     index = {rule.code: position for position, rule in enumerate(ALL_RULES)}
     lines_cache: dict[str, Optional[list[str]]] = {}

@@ -6,7 +6,6 @@ from collections import Counter
 from typing import Sequence
 
 from ..analyzer.findings import Finding
-from ..rules import BY_CODE
 from . import OutputContext
 
 
@@ -56,6 +55,8 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
             block.append("  = captured via (innermost last):")
             for step in chain:
                 block.append(f"      {step.filename}:{step.location.row}:{step.location.column}: {step.message}")
+        from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+
         rule = BY_CODE.get(finding.code)
         if rule is not None and rule.help:
             block.append(f"  = help: {rule.help}")
@@ -74,6 +75,8 @@ def statistics(findings: Sequence[Finding]) -> str:
     counts = Counter(f.code for f in findings)
     lines = []
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+
         rule = BY_CODE.get(code)
         lines.append(f"{count:>5}\t{code}\t{rule.name if rule else ''}")
     return "\n".join(lines) + ("\n" if lines else "")
