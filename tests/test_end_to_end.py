@@ -46,6 +46,7 @@ def test_every_lexical_rule_on_a_fixture_project():
         ("capture_rules.py", 34, "TRC408"),
         ("capture_rules.py", 40, "TRC404"),
         ("capture_rules.py", 45, "TRC403"),
+        ("capture_rules.py", 53, "TRC303"),
         ("suppressed.py", 8, "TRC102"),
         ("suppressed.py", 8, "TRC002"),
         ("suppressed.py", 14, "TRC102"),
