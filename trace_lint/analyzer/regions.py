@@ -38,8 +38,13 @@ class Region:
         return self.function.module
 
     def contains(self, node: cst.CSTNode) -> bool:
-        module = self.module
-        return self.start <= module.start(node) and module.end(node) <= self.stop
+        # Some whitespace nodes (inside `match` patterns) have no recorded position.
+        code_range = self.module.positions.get(node)
+        if code_range is None:
+            return False
+        start = (code_range.start.line, code_range.start.column)
+        end = (code_range.end.line, code_range.end.column)
+        return self.start <= start and end <= self.stop
 
     def after(self, node: cst.CSTNode) -> bool:
         return self.module.start(node) >= self.stop
