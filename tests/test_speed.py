@@ -198,3 +198,23 @@ def test_cli_no_cache_writes_nothing_and_cache_dir_is_honoured(tmp_path):
     assert first.returncode == second.returncode == third.returncode == 1
     assert json.loads(first.stdout) == json.loads(second.stdout) == json.loads(third.stdout)
     assert first.stderr == third.stderr == ""  # no progress in pipes
+
+
+def test_tool_fingerprint_changes_when_trace_lint_itself_is_edited():
+    import os
+    from pathlib import Path
+
+    import trace_lint.cache as cache_module
+
+    source = Path(cache_module.__file__).resolve().parent / "rules" / "base.py"
+    before = os.stat(source)
+    cache_module._TOOL_FINGERPRINT.clear()
+    first = cache_module.tool_fingerprint()
+    try:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        cache_module._TOOL_FINGERPRINT.clear()
+        assert cache_module.tool_fingerprint() != first
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+        cache_module._TOOL_FINGERPRINT.clear()
+    assert cache_module.tool_fingerprint() == first

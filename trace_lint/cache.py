@@ -37,10 +37,27 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+_TOOL_FINGERPRINT: list[str] = []
+
+
+def tool_fingerprint() -> str:
+    """The size and mtime of every source and data file of trace-lint itself: an edited
+    checkout (same version number) must not reuse results of the code before the edit."""
+    if not _TOOL_FINGERPRINT:
+        package = Path(__file__).resolve().parent
+        digest = hashlib.blake2b(digest_size=16)
+        for path in sorted(package.rglob("*")):
+            if path.suffix in (".py", ".toml"):
+                stat = path.stat()
+                digest.update(f"{path.relative_to(package)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        _TOOL_FINGERPRINT.append(digest.hexdigest())
+    return _TOOL_FINGERPRINT[0]
+
+
 def run_key(settings, files: Iterable[tuple[str, str, str, bool]]) -> str:
     """files: (display path, module name, content hash, named on the command line), in run order."""
     digest = hashlib.blake2b(digest_size=20)
-    header = json.dumps([FORMAT, __version__, settings.cache_key(), str(settings.root), os.getcwd()])
+    header = json.dumps([FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd()])
     digest.update(header.encode())
     for display, name, content, explicit in files:
         digest.update(f"\0{display}\0{name}\0{content}\0{int(explicit)}".encode("utf-8", "surrogatepass"))
