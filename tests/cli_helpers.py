@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,3 +40,43 @@ def finding_set(path: Path, *extra: str, cwd: Path | None = None) -> set[tuple[s
         absolute = (cwd / filename) if cwd and not filename.is_absolute() else filename
         out.add((absolute.resolve().relative_to(path.resolve()).as_posix(), item["location"]["row"], item["code"]))
     return out
+
+
+# A two-module package whose capture in main.py reaches a host read in helpers.py, with a
+# sync on line 10 after a non-ASCII character (columns differ between code points and UTF-16).
+CHAIN_HELPERS = textwrap.dedent(
+    """\
+    import ttnn
+
+
+    def step(x):
+        return ttnn.to_torch(x)
+    """
+)
+CHAIN_MAIN = textwrap.dedent(
+    """\
+    import ttnn
+    from pkg.helpers import step
+
+
+    def run(device, x):
+        step(x)
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        try:
+            out = step(x)
+            s = "😀"; ttnn.synchronize_device(device)
+        finally:
+            ttnn.end_trace_capture(device, tid, cq_id=0)
+        return out, s
+    """
+)
+
+
+def write_chain_package(project: Path) -> Path:
+    """`project/pkg/` with CHAIN_HELPERS and CHAIN_MAIN; returns `project`."""
+    package = project / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helpers.py").write_text(CHAIN_HELPERS, encoding="utf-8")
+    (package / "main.py").write_text(CHAIN_MAIN, encoding="utf-8")
+    return project

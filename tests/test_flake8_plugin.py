@@ -4,49 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("flake8", reason="flake8 is not installed")
 
-HELPERS = textwrap.dedent(
-    """\
-    import ttnn
+from .cli_helpers import CHAIN_MAIN as MAIN, write_chain_package  # noqa: E402
 
-
-    def step(x):
-        return ttnn.to_torch(x)
-    """
-)
-MAIN = textwrap.dedent(
-    """\
-    import ttnn
-    from pkg.helpers import step
-
-
-    def run(device, x):
-        step(x)
-        tid = ttnn.begin_trace_capture(device, cq_id=0)
-        try:
-            out = step(x)
-            s = "😀"; ttnn.synchronize_device(device)
-        finally:
-            ttnn.end_trace_capture(device, tid, cq_id=0)
-        return out, s
-    """
-)
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("", encoding="utf-8")
-    (package / "helpers.py").write_text(HELPERS, encoding="utf-8")
-    (package / "main.py").write_text(MAIN, encoding="utf-8")
-    return tmp_path
+    return write_chain_package(tmp_path)
 
 
 def flake8(project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -4,10 +4,8 @@ needs), GitHub workflow annotations and JUnit XML."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -20,50 +18,20 @@ from trace_lint.output import OutputContext, formatters
 from trace_lint.output.github import annotation
 from trace_lint.rules import ALL_RULES
 
+from .cli_helpers import CHAIN_MAIN as MAIN, write_chain_package
+
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_CANDIDATES = (
     REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json",
     Path("/work/shared/data/sarif-schema-2.1.0.json"),
 )
 
-HELPERS = textwrap.dedent(
-    """\
-    import ttnn
-
-
-    def step(x):
-        return ttnn.to_torch(x)
-    """
-)
-MAIN = textwrap.dedent(
-    """\
-    import ttnn
-    from pkg.helpers import step
-
-
-    def run(device, x):
-        step(x)
-        tid = ttnn.begin_trace_capture(device, cq_id=0)
-        try:
-            out = step(x)
-            s = "😀"; ttnn.synchronize_device(device)
-        finally:
-            ttnn.end_trace_capture(device, tid, cq_id=0)
-        return out
-    """
-)
 
 
 def make_repo(root: Path) -> Path:
     """A git work tree whose Python project sits in a subfolder with a space in its name."""
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    project = root / "my project"
-    package = project / "pkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("", encoding="utf-8")
-    (package / "helpers.py").write_text(HELPERS, encoding="utf-8")
-    (package / "main.py").write_text(MAIN, encoding="utf-8")
-    return project
+    return write_chain_package(root / "my project")
 
 
 def run_format(name: str, project: Path, monkeypatch) -> tuple[str, list[Finding]]:

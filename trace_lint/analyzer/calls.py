@@ -193,7 +193,6 @@ class CallResolver:
         return self.element_class(expr, function)
 
     def _receiver_class(self, receiver: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
-        module = function.module
         if isinstance(receiver, cst.Name):
             if function.cls is not None and function.params and receiver.value == function.params[0]:
                 return function.cls

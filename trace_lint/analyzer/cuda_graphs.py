@@ -11,7 +11,6 @@ Nothing here knows about rules; names come from the [torch] table.
 
 from __future__ import annotations
 
-import re
 
 from typing import Iterator, Optional
 
@@ -24,18 +23,6 @@ from .regions import Region, call_arguments, iter_body_nodes
 
 # Capture kinds that record into a CUDA graph; "ttnn" regions and "declared" roots are the others.
 CUDA_GRAPH_KINDS = frozenset({"cuda-graph", "cuda-graph-begin", "cuda-graph-callable"})
-
-# Raw tokens that mark a file as possibly holding a CUDA-graph capture (the engine's prefilter).
-# Spellings of a CUDA-graph capture in raw text; `torch.cuda` or `CUDAGraph` alone appear in
-# most torch code without capturing anything, and `graph(` counts only beside `cuda`.
-_CAPTURE_CALLS = re.compile(rb"capture_begin\(|make_graphed_callables\(")
-_GRAPH_CALL = re.compile(rb"\bgraph\(")
-
-
-def may_capture(data: bytes) -> bool:
-    """Whether a file's raw text can hold a CUDA-graph capture (the engine's prefilter)."""
-    return bool(_CAPTURE_CALLS.search(data)) or (b"cuda" in data and bool(_GRAPH_CALL.search(data)))
-
 
 def _single_bindings(function: FunctionInfo) -> dict[str, Optional[cst.BaseExpression]]:
     """Local name -> the value of its only binding (None when bound more than once or not by `=`)."""

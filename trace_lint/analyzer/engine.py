@@ -6,10 +6,8 @@ rules through their visit methods and hooks, and collects what they report.
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import libcst as cst
@@ -27,21 +25,10 @@ from .tensors import TensorFacts, TorchFacts
 if TYPE_CHECKING:
     from ..rules.base import Rule
 
-# Raw tokens that mark a file as holding captured code or lifecycle calls.
-CAPTURE_TOKENS = (
-    b"begin_trace_capture",
-    b"open_device",
-    b"open_mesh_device",
-    b"trace-lint",
-    b"trace_lint",
-)
-
-
 @dataclass(eq=False)
 class Root:
     """Where captured code starts: a region, a declared function, a helper's callable."""
 
-    description: str
     related: Related
     # "ttnn", "cuda-graph", "cuda-graph-begin" (a region's kind), "cuda-graph-callable", "declared".
     kind: str = "declared"
@@ -227,10 +214,6 @@ class Engine:
             return frozenset()
         return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
-    def regions_in(self, function: FunctionInfo) -> list[Region]:
-        return [r for r in self.regions if r.function is function]
-
-    # -- reporting -------------------------------------------------------------------------
     def _report(self, rule: Rule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext]) -> None:
         assert module is not None
         try:
@@ -312,7 +295,6 @@ class Engine:
             module = region.module
             begin = module.range(region.begin).start
             root = Root(
-                f"capture in `{region.function.qualname}`",
                 Related(module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`"),
                 kind=region.kind,
             )
@@ -345,7 +327,7 @@ class Engine:
                 if reason is None:
                     continue
                 start = module.range(function.node.name).start
-                root = Root(reason, Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
+                root = Root(Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
         self._collect_graphed_callables(candidates)
@@ -365,7 +347,7 @@ class Engine:
             )
             helper_function = site.helper.function
             kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
-            self.roots.append(Root(f"captured by `{site.helper.name}`", related, kind=kind))
+            self.roots.append(Root(related, kind=kind))
             self._pending.append((site.target, len(self.roots) - 1, [related]))
 
     def _collect_graphed_callables(self, candidates: Iterable[ModuleInfo]) -> None:
@@ -377,7 +359,7 @@ class Engine:
             for call, target in graphed.find(module):
                 start = module.range(call).start
                 related = Related(module.display_path, Location(start.line, start.column + 1), f"`{target.qualname}` is captured into a CUDA graph here")
-                self.roots.append(Root(f"graphed by `make_graphed_callables` in `{module.display_path}`", related, kind="cuda-graph-callable"))
+                self.roots.append(Root(related, kind="cuda-graph-callable"))
                 self._pending.append((target, len(self.roots) - 1, [related]))
 
     def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related]) -> None:

@@ -186,9 +186,6 @@ class ModuleInfo:
         self.load()
         return iter(self.functions.values())
 
-    def function_for(self, node: cst.FunctionDef) -> Optional[FunctionInfo]:
-        return self.function_by_node.get(id(node))
-
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(id(node))
 

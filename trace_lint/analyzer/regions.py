@@ -8,7 +8,7 @@ ends before the end call, which handles try/finally, with and branches uniformly
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -46,8 +46,6 @@ class Region:
         end = (code_range.end.line, code_range.end.column)
         return self.start <= start and end <= self.stop
 
-    def after(self, node: cst.CSTNode) -> bool:
-        return self.module.start(node) >= self.stop
 
 
 def iter_body_nodes(function: FunctionInfo) -> list[cst.CSTNode]:
@@ -55,7 +53,7 @@ def iter_body_nodes(function: FunctionInfo) -> list[cst.CSTNode]:
     return function.nodes
 
 
-def _call_args(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
+def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
     return positional, keywords
@@ -98,7 +96,7 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
     body_end = module.end(function.node)
 
     def end_id(end: cst.Call) -> Optional[str]:
-        positional, keywords = _call_args(end)
+        positional, keywords = call_arguments(end)
         argument = keywords.get("trace_id", keywords.get("tid", positional[1] if len(positional) > 1 else None))
         return module.normalized(argument) if argument is not None else None
 
@@ -112,7 +110,7 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
             # The id may have been copied (`self.tid = tid`); never take another begin's end.
             others = {t for t in trace_ids if t is not None and t != trace_id}
             matched = next((e for e in later if end_id(e) not in others), None)
-        positional, keywords = _call_args(begin)
+        positional, keywords = call_arguments(begin)
         device_arg = keywords.get("device", positional[0] if positional else None)
         regions.append(
             Region(
@@ -132,9 +130,6 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
         )
     return regions
 
-
-def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
-    return _call_args(call)
 
 
 def path_to(function: FunctionInfo, target: cst.CSTNode) -> list[cst.CSTNode]:

@@ -110,9 +110,12 @@ class TensorCreation(Rule):
                 self.report(node, f"`{created}` creates a host tensor inside a capture; the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing")
 
 
-def _region_reads_and_binds(region: Region):
-    """Per key: (bound before, read in region, bound in region, read after region)."""
-    module = region.module
+def region_accesses(region: Region) -> tuple[set[str], set[str], set[str], set[str]]:
+    """Keys (names, attribute chains) bound before, read in, bound in, and read after the
+    region; several rules ask, so it is computed once per region."""
+    cached = getattr(region, "_accesses", None)
+    if cached is not None:
+        return cached
     before: set[str] = set()
     read_in: set[str] = set()
     bound_in: set[str] = set()
@@ -130,11 +133,11 @@ def _region_reads_and_binds(region: Region):
                 read_in.add(access.key)
             elif position >= region.stop:
                 read_after.add(access.key)
-    del module
-    return before, read_in, bound_in, read_after
+    region._accesses = (before, read_in, bound_in, read_after)  # type: ignore[attr-defined]
+    return region._accesses  # type: ignore[attr-defined]
 
 
-def _released_before(region: Region, node: cst.CSTNode) -> bool:
+def released_before(region: Region, node: cst.CSTNode) -> bool:
     """Whether a release_trace of this region's trace comes before the node."""
     module = region.module
     position = module.start(node)
@@ -204,7 +207,7 @@ class FreedTraceBuffer(Rule):
 
     def check_region(self, region: Region) -> None:
         module = region.module
-        before, read_in, bound_in, read_after = _region_reads_and_binds(region)
+        before, read_in, bound_in, read_after = region_accesses(region)
         inputs = {key for key in read_in if key in before or key in region.function.params or ("." in key and key not in bound_in)}
         outputs = {key for key in bound_in if key in read_after or "." in key}
         deallocate = self.analysis.tables.ttnn.deallocate
@@ -229,7 +232,7 @@ class FreedTraceBuffer(Rule):
             if position < region.stop:
                 kind = "input" if key in inputs else "output" if key in outputs else None
             else:
-                if _released_before(region, node):
+                if released_before(region, node):
                     continue
                 kind = "input" if key in inputs else "output" if key in bound_in else None
             if kind is not None:
@@ -287,7 +290,7 @@ class UnallocatedOutput(Rule):
 
     def check_region(self, region: Region) -> None:
         module = region.module
-        _, _, _, read_after = _region_reads_and_binds(region)
+        _, _, _, read_after = region_accesses(region)
         ops = self.analysis.tables.ttnn.output_tensor_ops
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call) or not region.contains(node):

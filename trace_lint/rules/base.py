@@ -17,7 +17,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from ..analyzer.engine import Engine, RuleContext
     from ..analyzer.regions import Region
-    from ..analyzer.project import ModuleInfo, Project
+    from ..analyzer.project import ModuleInfo
 
 
 @dataclass(frozen=True)

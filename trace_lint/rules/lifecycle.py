@@ -13,7 +13,7 @@ from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
 from ._common import has_star_kwargs, is_none, keyword
-from .allocation import _region_reads_and_binds, _released_before
+from .allocation import region_accesses, released_before
 from .base import Invalid, Rule, Valid
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
@@ -183,9 +183,17 @@ class CaptureLeftOpen(Rule):
 
 
 def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
-    """(statement, name) for each local trace input rebound after the region and then replayed."""
+    """(statement, name) for each local trace input rebound after the region and then replayed
+    (TRC403 reports them, TRC408 leaves them to it: computed once per region)."""
+    cached = getattr(region, "_stale", None)
+    if cached is None:
+        cached = region._stale = _find_stale_rebindings(region)  # type: ignore[attr-defined]
+    return cached
+
+
+def _find_stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
     module = region.module
-    before, read_in, _, _ = _region_reads_and_binds(region)
+    before, read_in, _, _ = region_accesses(region)
     inputs = {k for k in read_in if "." not in k and k in before}
     if not inputs:
         return []
@@ -196,7 +204,7 @@ def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
     for access in accesses(region.function):
         if access.kind != "bind" or access.key not in inputs or access.position < region.stop or access.statement is None:
             continue
-        if _released_before(region, access.statement):
+        if released_before(region, access.statement):
             continue
         if any(_executed_after(region, access.statement, e) for e in executes):
             out.append((access.statement, access.key))
@@ -420,6 +428,11 @@ class MissingWarmUp(Rule):
         ),
     ]
 
+    def __init__(self, reporter, analysis) -> None:
+        super().__init__(reporter, analysis)
+        # The project functions calling each capturing function: one search per run.
+        self._callers_cache: dict[int, list] = {}
+
     def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
         """Calls of user code among the nodes: project functions, locals and parameters,
         and `self.*` calls (`self.model(x)`, `self.model.forward(x)`)."""
@@ -483,7 +496,6 @@ class MissingWarmUp(Rule):
         return caller.module.normalized(candidate.func) == text
 
     def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region]) -> bool:
-        module = function.module
         for node in iter_body_nodes(function):
             if not isinstance(node, cst.Call) or node is call:
                 continue
@@ -519,10 +531,11 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
-    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region], callers_cache: dict) -> bool:
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region]) -> bool:
         """The same work runs elsewhere in the function, or in a project function calling it."""
         if self._warmed_in(function, call, text, target, exclude):
             return True
+        callers_cache = self._callers_cache
         if id(function) not in callers_cache:
             callers_cache[id(function)] = self._callers(function)
         return any(
@@ -532,11 +545,10 @@ class MissingWarmUp(Rule):
 
     def unwarmed_calls(self, region: Region) -> list[cst.Call]:
         function = region.function
-        cache: dict = {}
         return [
             call
             for call in self._region_work(region)
-            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve(call, function), region, cache)
+            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve(call, function), region)
         ]
 
     def check_region(self, region: Region) -> None:
@@ -567,7 +579,6 @@ class MissingWarmUp(Rule):
         helpers = self._helpers()
         if helpers is None:
             return
-        cache: dict = {}
         kinds = {id(r.function): r.kind for r in self.analysis.regions}
         for site in helpers.sites:
             caller = site.caller
@@ -579,13 +590,13 @@ class MissingWarmUp(Rule):
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
-                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve(c, site.target), None, cache)
+                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve(c, site.target), None)
                 ]
                 if not missing:
                     continue
                 shown = module.code(missing[0].func)
             else:
-                if self._warm(caller, site.call, module.normalized(site.argument), site.target, None, cache):
+                if self._warm(caller, site.call, module.normalized(site.argument), site.target, None):
                     continue
                 shown = module.code(site.argument)
             kind = kinds.get(id(site.helper.function), "ttnn")
@@ -863,7 +874,7 @@ class AllocationAcrossReplay(Rule):
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Call) or module.start(node) < region.stop or not self._allocates(node, region):
                 continue
-            if _released_before(region, node):
+            if released_before(region, node):
                 continue
             statement = next((a for a in reversed(module.ancestors(node, stop=region.function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
             if statement is not None and id(statement) in stale:
