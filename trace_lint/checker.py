@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -56,11 +58,11 @@ def check(
     entries: list[tuple[Path, str, str, Optional[str], bool]] = []
     seen: set[Path] = set()
     for path in [*files, *(Path(p) for p in sources)]:
-        key = real_path(path)
+        key = found.real.get(path) or real_path(path)
         if key in seen:
             continue
         seen.add(key)
-        entries.append((path, module_name(path), display_path(path), sources.get(key), key in explicit))
+        entries.append((path, module_name(path, key), display_path(path), sources.get(key), key in explicit))
     result.files_checked = len(entries)
 
     raw: dict[int, bytes] = {}
@@ -83,10 +85,25 @@ def check(
             if hit is not None:
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
-    findings = _analyse(entries, raw, settings, result, jobs, progress)
+    with collection_paused():
+        findings = _analyse(entries, raw, settings, result, jobs, progress)
     if run_key is not None and not result.errors:
         cache.store(run_key, findings, result.files_checked)
     return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+
+
+@contextmanager
+def collection_paused():
+    """No cyclic garbage collection during analysis: syntax trees are millions of objects
+    that all stay alive to the end, and each collection walks them again (the parse alone
+    takes a third longer with it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress) -> list[Finding]:

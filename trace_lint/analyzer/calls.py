@@ -6,7 +6,6 @@ finding on the wrong function is worse than a miss.
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
@@ -14,6 +13,7 @@ import libcst as cst
 from ..api_tables import tables
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import iter_body_nodes
+from .syntax_walk import children
 
 # Method names of builtin containers and strings: `x.append()` on an unknown receiver is
 # far more likely a list than the one project class that happens to define `append`.
@@ -157,7 +157,7 @@ class CallResolver:
                 current = stack.pop()
                 info.nodes.append(current)
                 if not isinstance(current, cst.Lambda):
-                    stack.extend(reversed(current.children))
+                    stack.extend(reversed(children(current)))
             self._lambdas[key] = info
         return self._lambdas[key]
 
@@ -216,15 +216,10 @@ class CallResolver:
         if name not in self._methods_by_name:
             # Count definitions in the raw text first: two or more `def name(` cannot be one
             # method, and nothing needs parsing to know it.
-            pattern = re.compile(rb"\bdef\s+" + re.escape(name.encode()) + rb"\s*\(")
-            needle = name.encode()
-            holders = [(m, len(pattern.findall(self.project.raw_bytes(m)))) for m in self.project.modules_mentioning(needle)]
-            holders = [(m, n) for m, n in holders if n]
+            holders = self.project.modules_defining(name)
             found: list[FunctionInfo] = []
-            if len(holders) == 1 and holders[0][1] == 1:
-                module = holders[0][0]
-                module.load()
-                found = [cls.methods[name] for cls in module.classes.values() if name in cls.methods]
+            if len(holders) == 1:
+                found = [cls.methods[name] for cls in holders[0].classes_defining(name)]
             self._methods_by_name[name] = found
         candidates = self._methods_by_name[name]
         return candidates[0] if len(candidates) == 1 else None

@@ -85,7 +85,7 @@ class CaptureHelpers:
         function = helper.function
         assert function is not None
         for module in self.project.modules_calling(function.name):
-            for call, caller in module.iter_calls():
+            for call, caller in module.iter_calls((function.name,)):
                 if callee_name(call) != function.name:
                     continue  # only a call spelled with the helper's name can reach it
                 if caller is not None and caller is not function and self.resolver.resolve(call, caller) is function:
@@ -119,7 +119,7 @@ class CaptureHelpers:
         if external:
             tokens = [n.rsplit(".", 1)[-1].encode() for n in external]
             for module in self.project.modules_mentioning(*tokens):
-                for call, caller in module.iter_calls():
+                for call, caller in module.iter_calls(module.tokens_for(external)):
                     name = self.project.qualified_name(call.func, module, caller)
                     if name in external:
                         self._add_sites(Helper(None, name), call, caller, module)

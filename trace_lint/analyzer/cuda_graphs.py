@@ -139,6 +139,8 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
                 begins.append((node, statement if statement is not None else node))
             elif method in api.graph_end_methods:
                 ends.append(node)
+    if not begins and not regions:
+        return []
     body_end = module.end(function.node)
     for begin, begin_statement in begins:
         receiver = begin.func.value  # type: ignore[attr-defined]
@@ -204,7 +206,7 @@ class GraphedCallables:
     def find(self, module: ModuleInfo) -> list[tuple[cst.Call, FunctionInfo]]:
         api = tables().torch
         found = []
-        for call, function in module.iter_calls():
+        for call, function in module.iter_calls(module.tokens_for(api.graphed_callables)):
             if self.project.qualified_name(call.func, module, function) not in api.graphed_callables:
                 continue
             positional, keywords = call_arguments(call)

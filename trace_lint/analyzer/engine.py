@@ -20,6 +20,7 @@ from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_reg
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region, find_regions
+from .syntax_walk import children
 from .tensors import TensorFacts, TorchFacts
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def _small_statements(body: cst.BaseSuite):
         if isinstance(node, cst.BaseSmallStatement):
             yield node
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.BaseExpression)):
-            stack.extend(node.children)
+            stack.extend(children(node))
 
 
 def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[int, bool]:
@@ -191,6 +192,7 @@ class Engine:
         # A parallel worker's share: only these modules are searched for captures and roots
         # (the prefilter already ran in the parent); None: the prefilter decides.
         self.roots_in: Optional[list[ModuleInfo]] = list(roots_in) if roots_in is not None else None
+        self._prefilter = None
 
     # -- facts shared by rules ---------------------------------------------------------------
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
@@ -252,9 +254,22 @@ class Engine:
         """Modules that can hold captured code or lifecycle calls; the rest parse only on demand."""
         if self.roots_in is not None:
             return self.roots_in
-        from .prefilter import candidate_modules, prefilter_for
+        from .prefilter import candidate_modules
 
-        return candidate_modules(self.project, prefilter_for(self.settings, self.tables), self.always_parse)
+        return candidate_modules(self.project, self.prefilter, self.always_parse)
+
+    @property
+    def prefilter(self):
+        if self._prefilter is None:
+            from .prefilter import prefilter_for
+
+            self._prefilter = prefilter_for(self.settings, self.tables)
+        return self._prefilter
+
+    def _functions_of(self, module: ModuleInfo) -> Iterable[FunctionInfo]:
+        """The candidate module's functions that can hold captured code's start; the other
+        top-level defs and classes stay unparsed."""
+        return module.iter_functions(self.prefilter.chunk_test(module))
 
     def run(self) -> list[Finding]:
         candidates = self.candidate_modules()
@@ -262,7 +277,7 @@ class Engine:
             module.load()
             if not module.ok:
                 continue
-            for function in module.iter_functions():
+            for function in self._functions_of(module):
                 self.regions.extend(find_regions(self.project, function))
                 self.regions.extend(find_cuda_graph_regions(self.project, function))
         self._collect_roots(candidates)
@@ -306,7 +321,7 @@ class Engine:
         for module in candidates:
             if not module.ok:
                 continue
-            for function in module.iter_functions():
+            for function in self._functions_of(module):
                 reason = None
                 if function.declared_captured:
                     reason = "declared captured by `# trace-lint: captured`"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 # Mirrors project.MODULE_STAND_INS: names that resolve to themselves even as locals.
 STAND_INS = ("ttnn", "torch")
@@ -85,6 +85,30 @@ class Prefilter:
             if _may_spell(data, target, bindings, module_name):
                 return True
         return False
+
+
+    def chunk_test(self, module) -> Callable[[str], bool]:
+        """A test of one top-level def's or class's text: can it hold captured code's start?
+        The same reasoning as `admits`, with the module's own import bindings (exact, from
+        its outline) added to those the chunk's text spells."""
+        module_bindings = [*module.imports.items()]
+
+        def test(text: str) -> bool:
+            data = text.encode("utf-8", "surrogatepass")
+            if any(word in data for word in self.words):
+                return True
+            bindings: Optional[list[tuple[str, str]]] = None
+            for target, parts in self._parts:
+                if parts[0] not in data:
+                    continue  # the last part is spelt, or imported under another name
+                if bindings is None:
+                    bindings = [*_bindings(data, module.name, module.is_package, self._all_parts), *module_bindings]
+                if _may_spell(data, target, bindings, module.name):
+                    return True
+            aliases = {local for local, full in module_bindings if full in self.targets}
+            return any(_spelled(data, _chain(local, [])) for local in aliases if local.encode() in data)
+
+        return test
 
 
 def prefilter_for(settings, capture_tables) -> Prefilter:

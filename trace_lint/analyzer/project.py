@@ -6,15 +6,17 @@ Nothing here knows about captures or rules.
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .source import ReadError, SourceText, decode, read_bytes
+from .syntax_walk import Point, Span, children, positions
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -67,10 +69,87 @@ class FunctionInfo:
 Definition = Union[FunctionInfo, ClassInfo]
 
 
-class ModuleInfo:
-    """One source file. Parsed on first use of `tree`."""
+class _Chunk:
+    """A part of a module that libcst parses on its own: one top-level `def` or `class`
+    (with its decorators), or the rest of the module ("module-level code", in which those
+    parts are blank lines so that line numbers stay the same)."""
 
-    # Files parsed in this process, for progress on a terminal.
+    __slots__ = ("first_line", "last_line", "text", "is_rest", "tree", "parsed", "positioned", "functions")
+
+    def __init__(self, first_line: int, last_line: int, text: str, is_rest: bool):
+        self.first_line = first_line
+        self.last_line = last_line
+        self.text = text
+        self.is_rest = is_rest
+        self.tree: Optional[cst.Module] = None
+        self.parsed = False
+        self.positioned = False
+        # Functions defined in this chunk, in source order.
+        self.functions: list[FunctionInfo] = []
+
+    def mentions(self, tokens: "Iterable[str] | Callable[[str], bool]") -> bool:
+        if callable(tokens):
+            return tokens(self.text)
+        return any(token in self.text for token in tokens)
+
+
+class _Positions(Mapping):
+    """Node -> Span, computed per chunk on first use: the position pass costs about as much
+    as the parse, and most parsed code never needs positions."""
+
+    def __init__(self, module: "ModuleInfo"):
+        self.module = module
+        self.spans: dict[cst.CSTNode, Span] = {}
+
+    def __getitem__(self, node: cst.CSTNode) -> Span:
+        span = self.spans.get(node)
+        if span is None:
+            self.module._position_chunk_of(node)
+            span = self.spans[node]
+        return span
+
+    def __iter__(self):
+        self.module._position_all()
+        return iter(self.spans)
+
+    def __len__(self) -> int:
+        self.module._position_all()
+        return len(self.spans)
+
+
+class _TopLevel(Mapping):
+    """Module-level name -> definition; the chunk defining it is parsed on first access."""
+
+    def __init__(self, module: "ModuleInfo"):
+        self.module = module
+        self.parsed: dict[str, Definition] = {}
+
+    def __getitem__(self, name: str) -> Definition:
+        chunk = self.module._owner.get(name)
+        if chunk is not None:
+            self.module._parse(chunk)
+        return self.parsed[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.module._owner or name in self.parsed
+
+    def __iter__(self):
+        self.module._parse_all()
+        return iter(self.parsed)
+
+    def __len__(self) -> int:
+        self.module._parse_all()
+        return len(self.parsed)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class ModuleInfo:
+    """One source file. Read and outlined with `ast` on first use; libcst parses each
+    top-level def or class, and the module-level code, only when something needs it."""
+
+    # Files loaded in this process, for progress on a terminal.
     parsed_count = 0
 
     def __init__(self, path: Path, name: str, display_path: str, text: Optional[str] = None):
@@ -80,24 +159,29 @@ class ModuleInfo:
         self.is_package = path.name in ("__init__.py", "__init__.pyi")
         self._text = text
         self._loaded = False
+        self._ok = False
         self.source: Optional[SourceText] = None
         self.read_error: Optional[str] = None
-        self.tree: Optional[cst.Module] = None
         self.parse_error: Optional[tuple[str, int, int]] = None
-        # Node -> CodeRange, computed on first use: libcst's position pass costs as much as
-        # the parse, and modules loaded only to look names up never need it.
-        self._positions: Optional[Mapping] = None
-        self._positioned_tree: Optional[cst.Module] = None
+        self.outline: Optional[ast.Module] = None
+        self._chunks: list[_Chunk] = []
+        self._rest: Optional[_Chunk] = None
+        self._chunk_by_root: dict[int, _Chunk] = {}
+        # Module-level name -> the chunk whose definition of it wins (the last one).
+        self._owner: dict[str, _Chunk] = {}
+        # Method name -> the chunks of classes that define it.
+        self._method_chunks: dict[str, list[_Chunk]] = {}
+        self.positions = _Positions(self)
         self.imports: dict[str, str] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
-        self.top_level: dict[str, Definition] = {}
+        self.top_level = _TopLevel(self)
         self.function_by_node: dict[int, FunctionInfo] = {}
-        # Parent of every node (by id), and the nodes of module-level code in source order.
+        # Parent of every parsed node (by id).
         self.parents: dict[int, cst.CSTNode] = {}
-        self.nodes: list[cst.CSTNode] = []
         # Module-level names bound to mutable values (containers) and all module-level names.
         self.globals: set[str] = set()
+        self._rest_nodes: list[cst.CSTNode] = []
 
     # -- loading -------------------------------------------------------------------------
     def load(self) -> None:
@@ -117,39 +201,152 @@ class ModuleInfo:
             self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
             return
         ModuleInfo.parsed_count += 1
+        text = self.source.text
         try:
-            tree = cst.parse_module(self.source.text)
+            outline = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            outline = None
+        if outline is not None:
+            self.outline = outline
+            self._split(outline, text)
+            self._ok = True
+            return
+        # This Python's parser refuses it: libcst decides, on the whole module (it may be
+        # newer syntax that libcst knows).
+        chunk = _Chunk(1, text.count("\n") + 1, text, is_rest=True)
+        try:
+            chunk.tree = cst.parse_module(text)
         except cst.ParserSyntaxError as error:
-            self.parse_error = _syntax_error_position(self.source.text, error)
+            self.parse_error = _syntax_error_position(text, error)
             return
         except (RecursionError, MemoryError, ValueError) as error:
             self.parse_error = (f"cannot parse: {type(error).__name__}", 1, 1)
             return
-        self._positioned_tree = tree
+        self._chunks = [chunk]
+        self._rest = chunk
+        if self._parse(chunk):
+            self._ok = True
+
+    def _split(self, outline: ast.Module, text: str) -> None:
+        """Chunks from the outline: every top-level def and class, and the rest."""
+        ends = [m.end() for m in _LINE_END.finditer(text)]
+        offsets = [0, *ends]  # offsets[n - 1]: where line n starts
+
+        def line_start(line: int) -> int:
+            return offsets[line - 1] if line - 1 < len(offsets) else len(text)
+
+        rest_parts: list[str] = []
+        cursor = 0
+        chunks: list[_Chunk] = []
+        for statement in outline.body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+            last = statement.end_lineno or statement.lineno
+            begin, end = line_start(first), line_start(last + 1)
+            chunk = _Chunk(first, last, text[begin:end], is_rest=False)
+            chunks.append(chunk)
+            rest_parts.append(text[cursor:begin])
+            # Blank lines keep every later line where it was.
+            rest_parts.append("".join(m.group() for m in _LINE_END.finditer(text, begin, end)))
+            cursor = end
+        rest_parts.append(text[cursor:])
+        self._rest = _Chunk(1, len(offsets), "".join(rest_parts), is_rest=True)
+        self._chunks = [self._rest, *chunks]
+        by_statement = {id(s): c for s, c in zip((s for s in outline.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), chunks)}
+        _OutlineReader(self, by_statement).read(outline)
+
+    def _parse(self, chunk: _Chunk) -> bool:
+        """Parse and index one chunk (once). False when it cannot be analysed."""
+        if chunk.parsed:
+            return chunk.tree is not None
+        chunk.parsed = True
+        if chunk.tree is None:
+            try:
+                chunk.tree = cst.parse_module(chunk.text)
+            except cst.ParserSyntaxError as error:
+                # Valid for this Python, not for libcst (newer syntax).
+                message, line, column = _syntax_error_position(chunk.text, error)
+                self._record_error((message, line + chunk.first_line - 1 if not chunk.is_rest else line, column))
+                return False
+            except (RecursionError, MemoryError, ValueError) as error:
+                self._record_error((f"cannot parse: {type(error).__name__}", chunk.first_line, 1))
+                chunk.tree = None
+                return False
+        self._chunk_by_root[id(chunk.tree)] = chunk
         try:
-            _Collector(self).collect(tree)
+            _Collector(self, chunk).collect(chunk.tree)
         except (RecursionError, KeyError):
             # libcst re-raises a RecursionError in position tracking as a KeyError.
-            self._positions = {}
-            self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
+            self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
+            chunk.tree = None
+            chunk.functions = []
+            return False
+        return True
+
+    def _record_error(self, error: tuple[str, int, int]) -> None:
+        if self.parse_error is None:
+            self.parse_error = error
+
+    def _parse_all(self, tokens=None) -> list[_Chunk]:
+        """Parse the chunks that mention any of the tokens, or whose text the test accepts
+        (all chunks without either)."""
+        self.load()
+        chosen = []
+        for chunk in self._chunks:
+            if tokens is None or chunk.mentions(tokens):
+                if self._parse(chunk):
+                    chosen.append(chunk)
+        return chosen
+
+    def _positions_of(self, chunk: _Chunk) -> None:
+        if chunk.positioned or chunk.tree is None:
             return
-        self.tree = tree
+        chunk.positioned = True
+        shift = 0 if chunk.is_rest else chunk.first_line - 1
+        try:
+            spans = positions(chunk.tree)
+        except (RecursionError, KeyError):
+            self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
+            return
+        if shift:
+            spans = {node: Span(Point(s.start.line + shift, s.start.column), Point(s.end.line + shift, s.end.column)) for node, s in spans.items()}
+        self.positions.spans.update(spans)
+
+    def _position_chunk_of(self, node: cst.CSTNode) -> None:
+        root = node
+        parents = self.parents
+        while id(root) in parents:
+            root = parents[id(root)]
+        chunk = self._chunk_by_root.get(id(root))
+        if chunk is not None:
+            self._positions_of(chunk)
+
+    def _position_all(self) -> None:
+        for chunk in self._chunks:
+            if chunk.parsed:
+                self._positions_of(chunk)
+
+    # -- parts -----------------------------------------------------------------------------
+    @property
+    def tree(self) -> Optional[cst.Module]:
+        """The module-level code (top-level defs and classes are parsed separately)."""
+        self.load()
+        if self._rest is None or not self._parse(self._rest):
+            return None
+        return self._rest.tree
 
     @property
-    def positions(self) -> Mapping:
-        if self._positions is None:
-            self._positions = {}
-            if self._positioned_tree is not None:
-                try:
-                    self._positions = MetadataWrapper(self._positioned_tree, unsafe_skip_copy=True).resolve(PositionProvider)
-                except (RecursionError, KeyError):
-                    if self.parse_error is None:
-                        self.parse_error = ("cannot analyse: code nested too deeply", 1, 1)
-        return self._positions
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of module-level code in source order, not entering defs or classes."""
+        self.load()
+        if self._rest is None or not self._parse(self._rest):
+            return []
+        return self._rest_nodes
 
-    @positions.setter
-    def positions(self, value: Mapping) -> None:
-        self._positions = value
+    def chunk_texts(self) -> Iterator[str]:
+        self.load()
+        return (chunk.text for chunk in self._chunks)
 
     @property
     def text(self) -> str:
@@ -159,10 +356,10 @@ class ModuleInfo:
     @property
     def ok(self) -> bool:
         self.load()
-        return self.tree is not None
+        return self._ok
 
     # -- positions -----------------------------------------------------------------------
-    def range(self, node: cst.CSTNode) -> CodeRange:
+    def range(self, node: cst.CSTNode) -> Span:
         return self.positions[node]
 
     def start(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -174,17 +371,40 @@ class ModuleInfo:
         return (r.end.line, r.end.column)
 
     def code(self, node: cst.CSTNode) -> str:
-        assert self.tree is not None
-        return self.tree.code_for_node(node)
+        root = node
+        while id(root) in self.parents:
+            root = self.parents[id(root)]
+        chunk = self._chunk_by_root.get(id(root))
+        tree = chunk.tree if chunk is not None and chunk.tree is not None else _EMPTY_MODULE
+        return tree.code_for_node(node)
 
     def normalized(self, node: cst.CSTNode) -> str:
         """Source of an expression with whitespace removed, for comparing expressions."""
         return re.sub(r"\s+", "", self.code(node))
 
     # -- functions -----------------------------------------------------------------------
-    def iter_functions(self) -> Iterator[FunctionInfo]:
+    def iter_functions(self, tokens: "Optional[Iterable[str] | Callable[[str], bool]]" = None) -> Iterator[FunctionInfo]:
+        """Functions in source order; with tokens (or a test of a chunk's text), only those
+        of the chunks that mention one."""
+        tokens = tuple(tokens) if tokens is not None and not callable(tokens) else tokens
+        chunks = self._parse_all(tokens)
+        return (f for chunk in chunks for f in chunk.functions)
+
+    def tokens_for(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Strings that code calling one of these dotted names must contain: the last part,
+        or a local name this module imports as the name itself."""
         self.load()
-        return iter(self.functions.values())
+        names = set(names)
+        tokens = {name.rsplit(".", 1)[-1] for name in names}
+        tokens.update(local for local, full in self.imports.items() if full in names)
+        return tuple(sorted(tokens))
+
+    def classes_defining(self, method: str) -> list[ClassInfo]:
+        """Classes (parsed on demand) that define a method of this name."""
+        self.load()
+        for chunk in self._method_chunks.get(method, ()):
+            self._parse(chunk)
+        return [cls for cls in self.classes.values() if method in cls.methods]
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(id(node))
@@ -199,27 +419,31 @@ class ModuleInfo:
         chain.reverse()
         return chain
 
-    def iter_calls(self) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
-        """Every call in the module with the function it is written in (None: module level)."""
-        self.load()
-        if self.tree is None:
-            return
-        for node in self.nodes:
-            if isinstance(node, cst.Call):
-                yield node, None
-        for function in self.functions.values():
-            for node in function.nodes:
-                if isinstance(node, cst.Call):
-                    yield node, function
+    def iter_calls(self, tokens: Optional[Iterable[str]] = None) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
+        """Every call in the module with the function it is written in (None: module level);
+        with tokens, only in the chunks that mention one (a call spelled with them)."""
+        tokens = tuple(tokens) if tokens is not None else None
+        chunks = self._parse_all(tokens)
+        for chunk in chunks:
+            if chunk.is_rest:
+                for node in self._rest_nodes:
+                    if isinstance(node, cst.Call):
+                        yield node, None
+        for chunk in chunks:
+            for function in chunk.functions:
+                for node in function.nodes:
+                    if isinstance(node, cst.Call):
+                        yield node, function
 
     def __repr__(self) -> str:
         return f"ModuleInfo({self.name!r}, {self.display_path!r})"
 
 
+_EMPTY_MODULE = cst.Module([])
+
+
 def _syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[str, int, int]:
     """libcst places tokenizer errors at 1:1; CPython's parser (no code is run) knows better."""
-    import ast
-
     try:
         ast.parse(text)
     except SyntaxError as python_error:
@@ -238,104 +462,246 @@ def _import_alias_name(node: cst.BaseExpression) -> str:
     raise ValueError(node)
 
 
-class _Collector(cst.CSTVisitor):
-    """One pass over a module: imports, functions, classes, module-level names."""
+def _package_of(module: ModuleInfo) -> str:
+    name = module.name
+    return name if module.is_package else name.rpartition(".")[0]
 
-    def __init__(self, module: ModuleInfo):
-        super().__init__()
+
+def _import_from_base(module: ModuleInfo, dots: int, base: str) -> Optional[str]:
+    if not dots:
+        return base
+    package = _package_of(module).split(".") if _package_of(module) else []
+    if dots - 1 > len(package):
+        return None
+    anchor = package[: len(package) - (dots - 1)]
+    return ".".join([*anchor, base] if base else anchor)
+
+
+class _OutlineReader:
+    """From the `ast` outline: module-level imports and names, which chunk defines each
+    top-level name, and which chunks define methods of each name. The same facts as the
+    libcst collector gives for module scope, without libcst."""
+
+    def __init__(self, module: ModuleInfo, chunk_of_statement: dict[int, _Chunk]):
         self.module = module
+        self.chunk_of_statement = chunk_of_statement
+
+    def read(self, outline: ast.Module) -> None:
+        module = self.module
+        rest = module._rest
+        assert rest is not None
+        for statement in outline.body:
+            chunk = self.chunk_of_statement.get(id(statement), rest)
+            self._statement(statement, chunk, in_class=False)
+
+    def _statement(self, node: ast.stmt, chunk: _Chunk, in_class: bool) -> None:
+        module = self.module
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not in_class:
+                module._owner[node.name] = chunk
+                module.globals.add(node.name)
+            return  # imports inside a function are the function's own
+        if isinstance(node, ast.ClassDef):
+            if not in_class:
+                module._owner[node.name] = chunk
+                module.globals.add(node.name)
+            self._class_methods(node, chunk)
+            for child in node.body:
+                self._statement(child, chunk, in_class=True)
+            return
+        if isinstance(node, ast.Import):
+            mapping = {}
+            for alias in node.names:
+                if alias.asname is not None:
+                    mapping[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    mapping[head] = head
+            self._bind(mapping, in_class)
+        elif isinstance(node, ast.ImportFrom):
+            base = _import_from_base(module, node.level, node.module or "")
+            if base is None or any(a.name == "*" for a in node.names):
+                return
+            self._bind({a.asname or a.name: f"{base}.{a.name}" if base else a.name for a in node.names}, in_class)
+        elif isinstance(node, ast.Assign) and not in_class:
+            for target in node.targets:
+                module.globals.update(_ast_target_names(target))
+        elif isinstance(node, ast.AnnAssign) and not in_class:
+            module.globals.update(_ast_target_names(node.target))
+        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field_name, ()):
+                if isinstance(child, ast.stmt):
+                    self._statement(child, chunk, in_class)
+                else:  # an except handler or a match case
+                    for grandchild in child.body:
+                        self._statement(grandchild, chunk, in_class)
+
+    def _bind(self, mapping: dict[str, str], in_class: bool) -> None:
+        self.module.imports.update(mapping)
+        if not in_class:
+            self.module.globals.update(mapping)
+
+    def _class_methods(self, node: ast.ClassDef, chunk: _Chunk) -> None:
+        # Nested classes come through `_statement`; classes inside functions are not seen
+        # (a method found nowhere resolves to nothing).
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                holders = self.module._method_chunks.setdefault(item.name, [])
+                if chunk not in holders:
+                    holders.append(chunk)
+
+
+def _ast_target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = []
+        for element in target.elts:
+            names.extend(_ast_target_names(element))
+        return names
+    return []
+
+
+# Node types the collector does more for than recording them.
+_COLLECTED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign})
+
+
+class _Collector:
+    """One pass over a chunk: functions, classes, function-level imports, parent links and
+    each function's node list."""
+
+    def __init__(self, module: ModuleInfo, chunk: _Chunk):
+        self.module = module
+        self.chunk = chunk
         self.function_stack: list[FunctionInfo] = []
         # Innermost last: the class or function whose body we are in.
         self.enclosing: list[Definition] = []
         # qualname prefixes
         self.scope: list[str] = []
         self.lines: Optional[list[str]] = None
-        # Node index: the open nodes, and the list that collects each open node's children.
-        self.open_nodes: list[cst.CSTNode] = []
-        self.owners: list[Optional[list[cst.CSTNode]]] = [module.nodes]
+        # The list that collects the nodes of the innermost open function (None: not a body).
+        self.owner: Optional[list[cst.CSTNode]] = None
+        self.rest_nodes: list[cst.CSTNode] = []
         self.body_owner: dict[int, list[cst.CSTNode]] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        owner = self.owners[-1]
-        if owner is not None:
-            owner.append(node)
-        if self.open_nodes:
-            self.module.parents[id(node)] = self.open_nodes[-1]
-        self.open_nodes.append(node)
-        descend = super().on_visit(node)
-        if isinstance(node, cst.FunctionDef):
-            info = self.module.function_by_node[id(node)]
-            self.body_owner[id(node.body)] = info.nodes
-            child_owner = None  # decorators, defaults and annotations are not the body
-        elif isinstance(node, cst.Lambda) or (isinstance(node, cst.ClassDef) and self.function_stack):
-            child_owner = None
-        else:
-            child_owner = self.body_owner.pop(id(node), owner)
-        self.owners.append(child_owner)
-        return descend
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        self.owners.pop()
-        self.open_nodes.pop()
+        # A definition registers its name only if this chunk is the one whose definition
+        # of the top-level name wins (a later `def f` hides an earlier one).
+        self.registering = True
 
     def collect(self, tree: cst.Module) -> None:
-        tree.visit(self)
+        self.owner = self.rest_nodes if self.chunk.is_rest else None
+        parents = self.module.parents
+        for statement in tree.body:
+            self._walk(statement, tree, parents)
+        if self.chunk.is_rest:
+            self.module._rest_nodes = self.rest_nodes
 
-    def _package(self) -> str:
-        name = self.module.name
-        return name if self.module.is_package else name.rpartition(".")[0]
-
-    def _bind_imports(self, mapping: dict[str, str]) -> None:
-        target = self.function_stack[-1].imports if self.function_stack else self.module.imports
-        target.update(mapping)
-        if not self.enclosing:
-            self.module.globals.update(mapping)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        mapping = {}
-        for alias in node.names:
-            full = _import_alias_name(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                mapping[alias.asname.name.value] = full
-            else:
-                head = full.split(".")[0]
-                mapping[head] = head
-        self._bind_imports(mapping)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        dots = len(node.relative)
-        base = _import_alias_name(node.module) if node.module is not None else ""
-        if dots:
-            package = self._package().split(".") if self._package() else []
-            if dots - 1 > len(package):
-                return
-            anchor = package[: len(package) - (dots - 1)]
-            base = ".".join([*anchor, base] if base else anchor)
-        if isinstance(node.names, cst.ImportStar):
+    def _walk(self, node: cst.CSTNode, parent: cst.CSTNode, parents: dict) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner.append(node)
+        parents[id(node)] = parent
+        kind = type(node)  # libcst's classes are ABCs: `type(...) is` is much cheaper
+        if kind not in _COLLECTED:
+            for child in children(node):
+                self._walk(child, node, parents)
             return
-        mapping = {}
-        for alias in node.names:
-            name = _import_alias_name(alias.name)
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-            mapping[local] = f"{base}.{name}" if base else name
-        self._bind_imports(mapping)
+        if kind is cst.FunctionDef:
+            info = self._enter_function(node)
+            # Decorators, defaults and annotations are not the body.
+            self.owner = None
+            self.body_owner[id(node.body)] = info.nodes
+            for child in children(node):
+                if child is node.body:
+                    self.owner = info.nodes
+                    self._walk_block(child, node, parents, info.nodes)
+                    self.owner = None
+                else:
+                    self._walk(child, node, parents)
+            self._leave_function(info)
+            self.owner = owner
+            return
+        if kind is cst.ClassDef:
+            self._enter_class(node)
+            if self.function_stack:
+                self.owner = None  # a class inside a function: not that function's code
+            for child in children(node):
+                self._walk(child, node, parents)
+            self._leave_class()
+            self.owner = owner
+            return
+        if kind is cst.Lambda:
+            self.owner = None
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            self._import(node)
+        elif kind is cst.Assign and not self.enclosing:
+            for target in node.targets:
+                self.module.globals.update(_target_names(target.target))
+        elif kind is cst.AnnAssign and not self.enclosing:
+            self.module.globals.update(_target_names(node.target))
+        for child in children(node):
+            self._walk(child, node, parents)
+        self.owner = owner
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def _walk_block(self, block: cst.CSTNode, parent: cst.CSTNode, parents: dict, nodes: list) -> None:
+        # The block itself is in no node list; its statements are the function's.
+        parents[id(block)] = parent
+        for child in children(block):
+            self._walk(child, block, parents)
+
+    def _import(self, node: cst.CSTNode) -> None:
+        """Imports in a function bind there; module-level ones come from the outline, unless
+        there is none (libcst alone parsed the module)."""
+        if not self.function_stack and self.module.outline is not None:
+            return
+        mapping: dict[str, str] = {}
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _import_alias_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    mapping[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    mapping[head] = head
+        else:
+            assert isinstance(node, cst.ImportFrom)
+            base = _import_from_base(self.module, len(node.relative), _import_alias_name(node.module) if node.module is not None else "")
+            if base is None or isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = _import_alias_name(alias.name)
+                local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+                mapping[local] = f"{base}.{name}" if base else name
+        if self.function_stack:
+            self.function_stack[-1].imports.update(mapping)
+        else:
+            self.module.imports.update(mapping)
+            if not self.enclosing:
+                self.module.globals.update(mapping)
+
+    def _top_level_name(self, name: str) -> None:
+        """Entering a definition at module scope: does this chunk own the name?"""
+        if not self.scope:
+            owner = self.module._owner.get(name)
+            self.registering = owner is None or owner is self.chunk
+
+    def _enter_class(self, node: cst.ClassDef) -> None:
+        self._top_level_name(node.name.value)
         qualname = ".".join([*self.scope, node.name.value])
         info = ClassInfo(node.name.value, qualname, node, self.module)
-        self.module.classes[qualname] = info
-        if not self.scope:
-            self.module.top_level[node.name.value] = info
-            self.module.globals.add(node.name.value)
+        if self.registering:
+            self.module.classes[qualname] = info
+            if not self.scope:
+                self.module.top_level.parsed[node.name.value] = info
+                self.module.globals.add(node.name.value)
         self.enclosing.append(info)
         self.scope.append(node.name.value)
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+    def _leave_class(self) -> None:
         self.enclosing.pop()
         self.scope.pop()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def _enter_function(self, node: cst.FunctionDef) -> FunctionInfo:
+        self._top_level_name(node.name.value)
         qualname = ".".join([*self.scope, node.name.value])
         parent = self.function_stack[-1] if self.function_stack else None
         cls = self.enclosing[-1] if self.enclosing and isinstance(self.enclosing[-1], ClassInfo) else None
@@ -345,68 +711,67 @@ class _Collector(cst.CSTVisitor):
                 params.append(star.name.value)
         info = FunctionInfo(node.name.value, qualname, node, self.module, cls=cls, parent=parent, params=params)
         info.declared_captured = self._has_captured_comment(node)
-        self.module.functions[qualname] = info
         self.module.function_by_node[id(node)] = info
-        if cls is not None:
-            cls.methods[node.name.value] = info
+        if self.registering:
+            self.module.functions[qualname] = info
+            self.chunk.functions.append(info)
+            if cls is not None:
+                cls.methods[node.name.value] = info
+            elif parent is not None:
+                parent.nested[node.name.value] = info
+            elif not self.scope:
+                self.module.top_level.parsed[node.name.value] = info
+                self.module.globals.add(node.name.value)
         elif parent is not None:
             parent.nested[node.name.value] = info
-        elif not self.scope:
-            self.module.top_level[node.name.value] = info
-            self.module.globals.add(node.name.value)
         self.function_stack.append(info)
         self.enclosing.append(info)
         self.scope.extend([node.name.value, "<locals>"])
+        return info
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        info = self.function_stack.pop()
+    def _leave_function(self, info: FunctionInfo) -> None:
+        self.function_stack.pop()
         self.enclosing.pop()
         self.scope.pop()
         self.scope.pop()
         if info.cls is not None:
-            self._record_attribute_types(info)
+            _record_attribute_types(info)
 
     def _has_captured_comment(self, node: cst.FunctionDef) -> bool:
         """`# trace-lint: captured` on the def line (or the lines of its signature)."""
-        text = self.module.text
-        if "trace-lint" not in text:
+        if "trace-lint" not in self.chunk.text:
             return False
         if self.lines is None:
-            self.lines = text.splitlines()
-        first = self.module.positions[node.name].start.line
-        last = self.module.positions[node.body].start.line
+            self.lines = self.chunk.text.splitlines()
+        if not self.chunk.positioned:
+            self.module._positions_of(self.chunk)
+        spans = self.module.positions.spans
+        shift = 0 if self.chunk.is_rest else self.chunk.first_line - 1
+        first = spans[node.name].start.line - shift
+        last = spans[node.body].start.line - shift
         return any(CAPTURED_COMMENT.search(self.lines[n - 1]) for n in range(first, min(last, len(self.lines)) + 1))
 
-    def _record_attribute_types(self, method: FunctionInfo) -> None:
-        """`self.attr = SomeClass(...)` or `self.attr = self.make()` inside a method."""
-        if not method.params:
-            return
-        receiver = method.params[0]
-        cls = method.cls
-        assert cls is not None
-        for statement in method.nodes:
-            if not isinstance(statement, cst.Assign):
-                continue
-            constructor = statement.value.func if isinstance(statement.value, cst.Call) else None
-            element = element_constructor(statement.value)
-            for target in statement.targets:
-                t = target.target
-                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
-                    # __init__ wins over other methods.
-                    if constructor is not None and (t.attr.value not in cls.attribute_types or method.name == "__init__"):
-                        cls.attribute_types[t.attr.value] = constructor
-                    if element is not None and (t.attr.value not in cls.element_types or method.name == "__init__"):
-                        cls.element_types[t.attr.value] = element
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if not self.enclosing:
-            for target in node.targets:
-                for name in _target_names(target.target):
-                    self.module.globals.add(name)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if not self.enclosing:
-            self.module.globals.update(_target_names(node.target))
+def _record_attribute_types(method: FunctionInfo) -> None:
+    """`self.attr = SomeClass(...)` or `self.attr = self.make()` inside a method."""
+    if not method.params:
+        return
+    receiver = method.params[0]
+    cls = method.cls
+    assert cls is not None
+    for statement in method.nodes:
+        if not isinstance(statement, cst.Assign):
+            continue
+        constructor = statement.value.func if isinstance(statement.value, cst.Call) else None
+        element = element_constructor(statement.value)
+        for target in statement.targets:
+            t = target.target
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+                # __init__ wins over other methods.
+                if constructor is not None and (t.attr.value not in cls.attribute_types or method.name == "__init__"):
+                    cls.attribute_types[t.attr.value] = constructor
+                if element is not None and (t.attr.value not in cls.element_types or method.name == "__init__"):
+                    cls.element_types[t.attr.value] = element
 
 
 def element_constructor(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -439,6 +804,27 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
+
+
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+# `def name(`; a match preceded by a word character (`undef name(`) is dropped by hand,
+# since a lookbehind would stop `re` from searching for the literal first.
+_DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
+
+
+def count_words(pattern: re.Pattern, data: bytes, limit: Optional[int] = None) -> int:
+    """Matches of a pattern that starts with a literal word, not preceded by a word
+    character. (A leading `\\b` would stop `re` from searching for the literal first.)"""
+    count = 0
+    for match in pattern.finditer(data):
+        start = match.start()
+        if start == 0 or data[start - 1] not in _WORD_BYTES:
+            count += 1
+            if limit is not None and count >= limit:
+                break
+    return count
 
 
 BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
@@ -480,6 +866,7 @@ class Project:
             self.by_name.setdefault(module.name, []).append(module)
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
+        self._defs: Optional[dict[str, list[ModuleInfo]]] = None
 
     def module(self, name: str) -> Optional[ModuleInfo]:
         candidates = self.by_name.get(name)
@@ -505,11 +892,23 @@ class Project:
         """Modules whose raw text contains any of the tokens (a cheap textual prefilter)."""
         return [m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)]
 
+    def modules_defining(self, name: str) -> list[ModuleInfo]:
+        """One entry per `def name(` in the raw text of the project (one scan, on first use)."""
+        if self._defs is None:
+            self._defs = {}
+            for module in self.modules:
+                data = self.raw_bytes(module)
+                for match in _DEF.finditer(data):
+                    start = match.start()
+                    if start == 0 or data[start - 1] not in _WORD_BYTES:
+                        self._defs.setdefault(match.group(1).decode("utf-8", "replace"), []).append(module)
+        return self._defs.get(name, [])
+
     def modules_calling(self, name: str) -> list[ModuleInfo]:
         """Modules whose text has `name(`: the only ones that can call a function by that name."""
-        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        pattern = re.compile(re.escape(name.encode()) + rb"\s*\(")
         token = name.encode()
-        return [m for m in self.modules if token in self.raw_bytes(m) and pattern.search(self.raw_bytes(m))]
+        return [m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)]
 
     # -- names -----------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:

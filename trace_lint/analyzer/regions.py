@@ -92,6 +92,8 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
             releases.append(node)
         elif name in api.execute:
             executes.append(node)
+    if not begins:
+        return []
     regions = []
     body_end = module.end(function.node)
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from ..analyzer.regions import call_arguments
+from ..analyzer.syntax_walk import children
 
 if TYPE_CHECKING:
     from ..analyzer.engine import RuleContext
@@ -81,7 +82,7 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
             return node
         elif isinstance(node, cst.Subscript) and context.is_device_value(node.value):
             return node
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children(node)))
     return None
 
 

@@ -12,6 +12,7 @@ from ..analyzer.capture_helpers import callee_name
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
+from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from .allocation import region_accesses, released_before
 from .base import Invalid, Rule, Valid
@@ -26,7 +27,7 @@ def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children(node)))
 
 
 def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool:
@@ -509,7 +510,7 @@ class MissingWarmUp(Rule):
         project = self.analysis.project
         found = []
         for module in project.modules_calling(function.name):
-            for call, caller in module.iter_calls():
+            for call, caller in module.iter_calls((function.name,)):
                 if caller is None or caller is function or callee_name(call) != function.name:
                     continue
                 if self.analysis.resolver.resolve(call, caller) is function:
@@ -665,7 +666,7 @@ class MissingTraceRegion(Rule):
         project = self.analysis.project
         open_calls = self.analysis.tables.ttnn.open_device
         for module in project.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
-            for call, function in module.iter_calls():
+            for call, function in module.iter_calls(module.tokens_for(open_calls)):
                 name = project.qualified_name(call.func, module, function)
                 if name not in open_calls:
                     continue

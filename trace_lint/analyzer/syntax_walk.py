@@ -1,0 +1,200 @@
+"""Fast read-only walks over libcst trees: children in source order, and node positions.
+
+libcst's visitor rebuilds every node it passes (visit-and-replace) and its position provider
+visits the whole tree once more through the metadata machinery; on large modules both cost
+more than the parse. Analysis only reads trees, so it walks dataclass fields directly and
+computes positions with one lean code-generation pass. Both are checked against libcst's own
+results in tests/test_syntax_walk.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterator, NamedTuple
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+# Whitespace, comments and punctuation: never analysed, so never walked.
+TRIVIA = (
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine,
+    cst.Comment, cst.Newline, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket,
+    cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot,
+    cst.Colon, cst.AssignEqual, cst.Semicolon, cst.ParamSlash,
+)
+
+# Fields that only ever hold trivia (or plain strings); skipped without a look.
+_TRIVIA_FIELDS = frozenset({
+    "leading_lines", "lines_after_decorators", "trailing_whitespace", "leading_whitespace",
+    "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma", "semicolon", "dot",
+    "relative", "colon", "first_colon", "second_colon", "header", "footer", "indent",
+    "posonly_ind", "default_indent", "default_newline", "has_trailing_newline", "encoding",
+    "value_str",
+})
+
+# Classes whose fields are not declared in source order (the rest are).
+_SOURCE_ORDER = {
+    cst.FunctionDef: ("decorators", "asynchronous", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.For: ("asynchronous", "target", "iter", "body", "orelse"),
+    cst.With: ("asynchronous", "items", "body"),
+    cst.CompFor: ("asynchronous", "target", "iter", "ifs", "inner_for_in"),
+    cst.FormattedStringExpression: ("expression", "format_spec"),
+}
+
+_fields_by_class: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = _SOURCE_ORDER.get(cls)
+    if fields is None:
+        fields = tuple(
+            f.name for f in dataclasses.fields(cls)
+            if f.name not in _TRIVIA_FIELDS and not f.name.startswith("whitespace")
+        )
+    _fields_by_class[cls] = fields
+    return fields
+
+
+# type -> whether its instances are walked (a node that is not trivia); isinstance against
+# libcst's abstract classes is slow, a dict of concrete types is not.
+_walked: dict[type, bool] = {}
+
+
+def _is_walked(cls: type) -> bool:
+    walked = _walked.get(cls)
+    if walked is None:
+        walked = _walked[cls] = issubclass(cls, cst.CSTNode) and not issubclass(cls, TRIVIA)
+    return walked
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children that are not trivia, in source order."""
+    cls = type(node)
+    fields = _fields_by_class.get(cls) or _child_fields(cls)
+    out: list[cst.CSTNode] = []
+    walked = _walked
+    for name in fields:
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is list or kind is tuple:
+            for item in value:
+                item_kind = type(item)
+                flag = walked.get(item_kind)
+                if flag is None:
+                    flag = _is_walked(item_kind)
+                if flag:
+                    out.append(item)
+        else:
+            flag = walked.get(kind)
+            if flag is None:
+                flag = _is_walked(kind)
+            if flag:
+                out.append(value)
+    return out
+
+
+def preorder(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node and every non-trivia node below it, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+# -- positions -------------------------------------------------------------------------------
+
+class Point(NamedTuple):
+    line: int  # 1-based
+    column: int  # 0-based
+
+
+class Span(NamedTuple):
+    """A node's syntactic range, as libcst's PositionProvider gives it."""
+
+    start: Point
+    end: Point
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+class _Record:
+    """`record_syntactic_position` without a generator per call."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+
+    def __init__(self, state, node, start_node, end_node):
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+        self.end_node = end_node
+
+    def __enter__(self):
+        self.line = self.state.line
+        self.column = self.state.column
+
+    def __exit__(self, *exc):
+        state = self.state
+        spans = state.spans
+        start = spans[self.start_node].start if self.start_node is not None else Point(self.line, self.column)
+        end = spans[self.end_node].end if self.end_node is not None else Point(state.line, state.column)
+        spans[self.node] = Span(start, end)
+        return False
+
+
+class _PositionState(CodegenState):
+    """Code generation that only tracks where each node starts and ends."""
+
+    def __init__(self, module: cst.Module):
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.line = 1
+        self.column = 0
+        self.starts: list[tuple[int, int]] = []
+        self.spans: dict[cst.CSTNode, Span] = {}
+
+    def _advance(self, value: str) -> None:
+        if "\n" not in value and "\r" not in value:
+            self.column += len(value)
+        elif "\r" not in value:
+            self.line += value.count("\n")
+            self.column = len(value) - value.rfind("\n") - 1
+        else:
+            segments = _NEWLINE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self._advance(value)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.tokens.append(token)
+            self._advance(token)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        line, column = self.starts.pop()
+        if node not in self.spans:
+            self.spans[node] = Span(Point(line, column), Point(self.line, self.column))
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Record(self, node, start_node, end_node)
+
+
+def positions(module: cst.Module) -> dict[cst.CSTNode, Span]:
+    """Every node's syntactic range (1-based lines, 0-based columns), as PositionProvider."""
+    state = _PositionState(module)
+    module._codegen(state)
+    return state.spans
