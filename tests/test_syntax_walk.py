@@ -127,7 +127,7 @@ def test_walk_and_positions_match_libcst(name, text):
     mine = positions(tree)
     assert len(mine) == len(expected)
     for node, span in expected.items():
-        got = mine[node]
+        got = mine[id(node)]
         assert (got.start.line, got.start.column, got.end.line, got.end.column) == (
             span.start.line, span.start.column, span.end.line, span.end.column,
         ), (type(node).__name__, span)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from .source import ReadError, SourceText, decode, read_bytes
-from .syntax_walk import Point, Span, children, positions
+from .syntax_walk import Span, children, positions
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -93,28 +93,32 @@ class _Chunk:
         return any(token in self.text for token in tokens)
 
 
-class _Positions(Mapping):
+class _Positions:
     """Node -> Span, computed per chunk on first use: the position pass costs about as much
     as the parse, and most parsed code never needs positions."""
 
     def __init__(self, module: "ModuleInfo"):
         self.module = module
-        self.spans: dict[cst.CSTNode, Span] = {}
+        self.spans: dict[int, Span] = {}  # by id(node)
 
     def __getitem__(self, node: cst.CSTNode) -> Span:
-        span = self.spans.get(node)
+        span = self.spans.get(id(node))
         if span is None:
             self.module._position_chunk_of(node)
-            span = self.spans[node]
+            span = self.spans[id(node)]
         return span
 
-    def __iter__(self):
-        self.module._position_all()
-        return iter(self.spans)
+    def get(self, node: cst.CSTNode, default=None):
+        span = self.spans.get(id(node))
+        if span is None:
+            try:
+                span = self[node]
+            except KeyError:
+                return default
+        return span
 
-    def __len__(self) -> int:
-        self.module._position_all()
-        return len(self.spans)
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return self.get(node) is not None
 
 
 class _TopLevel(Mapping):
@@ -303,14 +307,11 @@ class ModuleInfo:
         if chunk.positioned or chunk.tree is None:
             return
         chunk.positioned = True
-        shift = 0 if chunk.is_rest else chunk.first_line - 1
         try:
-            spans = positions(chunk.tree)
+            spans = positions(chunk.tree, 1 if chunk.is_rest else chunk.first_line)
         except (RecursionError, KeyError):
             self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
             return
-        if shift:
-            spans = {node: Span(Point(s.start.line + shift, s.start.column), Point(s.end.line + shift, s.end.column)) for node, s in spans.items()}
         self.positions.spans.update(spans)
 
     def _position_chunk_of(self, node: cst.CSTNode) -> None:
@@ -321,11 +322,6 @@ class ModuleInfo:
         chunk = self._chunk_by_root.get(id(root))
         if chunk is not None:
             self._positions_of(chunk)
-
-    def _position_all(self) -> None:
-        for chunk in self._chunks:
-            if chunk.parsed:
-                self._positions_of(chunk)
 
     # -- parts -----------------------------------------------------------------------------
     @property
@@ -747,8 +743,8 @@ class _Collector:
             self.module._positions_of(self.chunk)
         spans = self.module.positions.spans
         shift = 0 if self.chunk.is_rest else self.chunk.first_line - 1
-        first = spans[node.name].start.line - shift
-        last = spans[node.body].start.line - shift
+        first = spans[id(node.name)].start.line - shift
+        last = spans[id(node.body)].start.line - shift
         return any(CAPTURED_COMMENT.search(self.lines[n - 1]) for n in range(first, min(last, len(self.lines)) + 1))
 
 
@@ -814,6 +810,11 @@ _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
 
 
+# Every word followed by `(` (a word is matched whole: finditer starts at its first letter).
+_CALLED = re.compile(rb"(\w+)\s*\(")
+_SCANS_BEFORE_INDEX = 32
+
+
 def count_words(pattern: re.Pattern, data: bytes, limit: Optional[int] = None) -> int:
     """Matches of a pattern that starts with a literal word, not preceded by a word
     character. (A leading `\\b` would stop `re` from searching for the literal first.)"""
@@ -867,6 +868,8 @@ class Project:
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
         self._defs: Optional[dict[str, list[ModuleInfo]]] = None
+        self._calls: Optional[dict[str, list[ModuleInfo]]] = None
+        self._calling_asked = 0
 
     def module(self, name: str) -> Optional[ModuleInfo]:
         candidates = self.by_name.get(name)
@@ -906,6 +909,15 @@ class Project:
 
     def modules_calling(self, name: str) -> list[ModuleInfo]:
         """Modules whose text has `name(`: the only ones that can call a function by that name."""
+        self._calling_asked += 1
+        if self._calls is None and self._calling_asked > _SCANS_BEFORE_INDEX:
+            # Asked often (trace-dense code): one pass over every file beats a pass per name.
+            self._calls = {}
+            for module in self.modules:
+                for called in set(_CALLED.findall(self.raw_bytes(module))):
+                    self._calls.setdefault(called.decode("utf-8", "replace"), []).append(module)
+        if self._calls is not None:
+            return list(self._calls.get(name, []))
         pattern = re.compile(re.escape(name.encode()) + rb"\s*\(")
         token = name.encode()
         return [m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)]

@@ -14,6 +14,7 @@ import libcst as cst
 
 from .findings import Finding, Location
 from .project import ModuleInfo
+from .syntax_walk import preorder
 
 NOQA = re.compile(r"#\s*noqa\b(?P<colon>\s*:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
 DIRECTIVE = re.compile(r"#\s*trace-lint\s*:\s*(?P<verb>ignore|disable|enable|noqa)\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
@@ -150,7 +151,10 @@ def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
     if module.outline is not None:
         _outline_statement_lines(module.outline, module.text, mapping)
     elif module.tree is not None:
-        for node, code_range in module.positions.items():
+        for node in preorder(module.tree):
+            code_range = module.positions.get(node)
+            if code_range is None:
+                continue
             if isinstance(node, cst.SimpleStatementLine):
                 start, end = code_range.start.line, code_range.end.line
             elif isinstance(node, (cst.If, cst.While, cst.For, cst.With, cst.FunctionDef, cst.ClassDef, cst.Match)):

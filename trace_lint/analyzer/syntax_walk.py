@@ -145,21 +145,22 @@ class _Record:
     def __exit__(self, *exc):
         state = self.state
         spans = state.spans
-        start = spans[self.start_node].start if self.start_node is not None else Point(self.line, self.column)
-        end = spans[self.end_node].end if self.end_node is not None else Point(state.line, state.column)
-        spans[self.node] = Span(start, end)
+        start = spans[id(self.start_node)].start if self.start_node is not None else Point(self.line, self.column)
+        end = spans[id(self.end_node)].end if self.end_node is not None else Point(state.line, state.column)
+        spans[id(self.node)] = Span(start, end)
         return False
 
 
 class _PositionState(CodegenState):
     """Code generation that only tracks where each node starts and ends."""
 
-    def __init__(self, module: cst.Module):
+    def __init__(self, module: cst.Module, first_line: int):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.line = 1
+        self.line = first_line
         self.column = 0
         self.starts: list[tuple[int, int]] = []
-        self.spans: dict[cst.CSTNode, Span] = {}
+        # By id(node): libcst nodes hash in Python, ids do not.
+        self.spans: dict[int, Span] = {}
 
     def _advance(self, value: str) -> None:
         if "\n" not in value and "\r" not in value:
@@ -186,15 +187,17 @@ class _PositionState(CodegenState):
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         line, column = self.starts.pop()
-        if node not in self.spans:
-            self.spans[node] = Span(Point(line, column), Point(self.line, self.column))
+        key = id(node)
+        if key not in self.spans:
+            self.spans[key] = Span(Point(line, column), Point(self.line, self.column))
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _Record(self, node, start_node, end_node)
 
 
-def positions(module: cst.Module) -> dict[cst.CSTNode, Span]:
-    """Every node's syntactic range (1-based lines, 0-based columns), as PositionProvider."""
-    state = _PositionState(module)
+def positions(module: cst.Module, first_line: int = 1) -> dict[int, Span]:
+    """Every node's syntactic range (1-based lines, 0-based columns), as PositionProvider
+    gives it, by id(node); `first_line`: where the module's text starts in its file."""
+    state = _PositionState(module, first_line)
     module._codegen(state)
     return state.spans
