@@ -340,10 +340,6 @@ class ModuleInfo:
             return []
         return self._rest_nodes
 
-    def chunk_texts(self) -> Iterator[str]:
-        self.load()
-        return (chunk.text for chunk in self._chunks)
-
     @property
     def text(self) -> str:
         self.load()
