@@ -113,9 +113,10 @@ class CallResolver:
                 seen[name] = value if name not in seen else None
 
             for node in iter_body_nodes(function):
-                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
+                if kind is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                     bind(node.targets[0].target.value, ("call", node.value.func) if isinstance(node.value, cst.Call) else None)
-                elif isinstance(node, cst.For):
+                elif kind is cst.For:
                     target = node.target
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(node.iter, cst.Call) and isinstance(node.iter.func, cst.Name) and node.iter.func.value == "enumerate":
                         target = target.elements[1].value
@@ -130,7 +131,7 @@ class CallResolver:
         if key not in self._local_callables:
             seen: dict[str, Optional[cst.BaseExpression]] = {}
             for node in function.nodes:
-                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                if type(node) is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                     name = node.targets[0].target.value
                     value = node.value if isinstance(node.value, cst.Lambda) or self._is_partial(node.value, function) else None
                     seen[name] = value if name not in seen else None

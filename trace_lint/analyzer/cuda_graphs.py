@@ -20,6 +20,7 @@ from ..api_tables import tables
 from .calls import CallResolver
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import Region, call_arguments, iter_body_nodes
+from .syntax_walk import SMALL_STATEMENTS
 
 # Capture kinds that record into a CUDA graph; "ttnn" regions and "declared" roots are the others.
 CUDA_GRAPH_KINDS = frozenset({"cuda-graph", "cuda-graph-begin", "cuda-graph-callable"})
@@ -112,9 +113,10 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
     ends: list[cst.Call] = []
     statement: Optional[cst.CSTNode] = None
     for node in iter_body_nodes(function):
-        if isinstance(node, cst.BaseSmallStatement):
+        kind = type(node)
+        if kind in SMALL_STATEMENTS:
             statement = node
-        if isinstance(node, cst.With):
+        if kind is cst.With:
             for item in node.items:
                 call = item.item
                 if isinstance(call, cst.Call) and project.qualified_name(call.func, module, function) in api.graph_context:
@@ -133,7 +135,7 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
                         )
                     )
                     break
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args:
+        elif kind is cst.Call and type(node.func) is cst.Attribute and not node.args:
             method = node.func.attr.value
             if method in api.graph_begin_methods:
                 begins.append((node, statement if statement is not None else node))

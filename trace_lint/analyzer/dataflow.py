@@ -61,20 +61,21 @@ def accesses(function: FunctionInfo) -> list[Access]:
     augmented: set[int] = set()
     for node in nodes:
         targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.AssignTarget):
+        kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
+        if kind is cst.AssignTarget:
             _bound_targets(node.target, targets)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        elif kind is cst.AnnAssign and node.value is not None:
             _bound_targets(node.target, targets)
-        elif isinstance(node, cst.AugAssign):
+        elif kind is cst.AugAssign:
             _bound_targets(node.target, targets)
             augmented.update(id(t) for t in targets)
-        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
+        elif kind is cst.For or kind is cst.CompFor or kind is cst.NamedExpr:
             _bound_targets(node.target, targets)
-        elif isinstance(node, cst.AsName) and isinstance(node.name, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
+        elif kind is cst.AsName and isinstance(node.name, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
             _bound_targets(node.name, targets)
-        elif isinstance(node, cst.Attribute):
+        elif kind is cst.Attribute:
             not_reads.add(id(node.attr))
-        elif isinstance(node, cst.Arg) and node.keyword is not None:
+        elif kind is cst.Arg and node.keyword is not None:
             not_reads.add(id(node.keyword))
         for target in targets:
             binds[id(target)] = target
@@ -89,7 +90,8 @@ def accesses(function: FunctionInfo) -> list[Access]:
         return None
 
     for node in nodes:
-        if not isinstance(node, (cst.Name, cst.Attribute)) or id(node) in not_reads:
+        kind = type(node)
+        if (kind is not cst.Name and kind is not cst.Attribute) or id(node) in not_reads:
             continue
         key = chain_key(node)
         if key is None:

@@ -575,6 +575,7 @@ class _Collector:
         self.owner: Optional[list[cst.CSTNode]] = None
         self.rest_nodes: list[cst.CSTNode] = []
         self.body_owner: dict[int, list[cst.CSTNode]] = {}
+        self.has_marker: Optional[bool] = None  # does the chunk mention `trace-lint` at all
         # A definition registers its name only if this chunk is the one whose definition
         # of the top-level name wins (a later `def f` hides an earlier one).
         self.registering = True
@@ -731,7 +732,9 @@ class _Collector:
 
     def _has_captured_comment(self, node: cst.FunctionDef) -> bool:
         """`# trace-lint: captured` on the def line (or the lines of its signature)."""
-        if "trace-lint" not in self.chunk.text:
+        if self.has_marker is None:
+            self.has_marker = "trace-lint" in self.chunk.text
+        if not self.has_marker:
             return False
         if self.lines is None:
             self.lines = self.chunk.text.splitlines()
@@ -829,6 +832,9 @@ BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 MODULE_STAND_INS = frozenset({"ttnn", "torch"})
 
 
+_TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor})
+
+
 def local_names(function: FunctionInfo) -> frozenset[str]:
     """Names bound inside the function body (parameters included), not counting imports."""
     cached = getattr(function, "_local_names", None)
@@ -837,15 +843,12 @@ def local_names(function: FunctionInfo) -> frozenset[str]:
     names: set[str] = set(function.params)
     names.update(function.nested)
     for node in function.nodes:
-        if isinstance(node, cst.ClassDef):
+        kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
+        if kind is cst.ClassDef:
             names.add(node.name.value)
-        elif isinstance(node, cst.AssignTarget):
+        elif kind in _TARGET_HOLDERS:
             names.update(_target_names(node.target))
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            names.update(_target_names(node.target))
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            names.update(_target_names(node.target))
-        elif isinstance(node, cst.AsName):
+        elif kind is cst.AsName:
             names.update(_target_names(node.name))
     names.difference_update(function.imports)
     result = frozenset(names)
@@ -925,10 +928,11 @@ class Project:
         `tt.to_torch` -> "ttnn.to_torch" after `import ttnn as tt`; a project function -> its
         module-qualified name; a builtin -> its bare name; a local variable -> None.
         """
-        if isinstance(expr, cst.Attribute):
+        kind = type(expr)
+        if kind is cst.Attribute:
             base = self.qualified_name(expr.value, module, function)
             return f"{base}.{expr.attr.value}" if base else None
-        if not isinstance(expr, cst.Name):
+        if kind is not cst.Name:
             return None
         name = expr.value
         scope = function

@@ -14,6 +14,7 @@ import libcst as cst
 
 from ..api_tables import tables
 from .project import FunctionInfo, ModuleInfo, Project
+from .syntax_walk import SMALL_STATEMENTS
 
 Position = tuple[int, int]
 
@@ -77,9 +78,10 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
     executes: list[cst.Call] = []
     statement: Optional[cst.CSTNode] = None
     for node in iter_body_nodes(function):
-        if isinstance(node, cst.BaseSmallStatement):
+        kind = type(node)
+        if kind in SMALL_STATEMENTS:
             statement = node
-        if not isinstance(node, cst.Call):
+        if kind is not cst.Call:
             continue
         name = project.qualified_name(node.func, module, function)
         if name is None:

@@ -52,6 +52,22 @@ _SOURCE_ORDER = {
 _fields_by_class: dict[type, tuple[str, ...]] = {}
 
 
+def concrete_types(base: type) -> frozenset[type]:
+    """The concrete libcst classes that are `base` or derive from it: `type(n) in ...` is much
+    cheaper than `isinstance` against libcst's abstract base classes."""
+    found = set()
+    stack = [base]
+    while stack:
+        cls = stack.pop()
+        if not getattr(cls, "__abstractmethods__", None):
+            found.add(cls)
+        stack.extend(cls.__subclasses__())
+    return frozenset(found)
+
+
+SMALL_STATEMENTS = concrete_types(cst.BaseSmallStatement)
+
+
 def _child_fields(cls: type) -> tuple[str, ...]:
     fields = _SOURCE_ORDER.get(cls)
     if fields is None:
