@@ -11,6 +11,7 @@ import pytest
 
 from trace_lint import parallel
 from trace_lint.analyzer.prefilter import prefilter_for
+from trace_lint.analyzer.project import ModuleInfo
 from trace_lint.api_tables import tables
 from trace_lint.cache import ResultCache
 from trace_lint.checker import check
@@ -74,6 +75,31 @@ def test_prefilter_configured_names_are_candidates():
     assert _admits("from tools.trace import capture_trace\ncapture_trace(dev, run)\n", settings=settings)
     assert _admits("def step(x):\n    return x\n", settings=settings)
     assert not _admits("def other(x):\n    return x\n", settings=settings)
+
+
+_UNRELATED = "\n\ndef unrelated(x):\n    return x + 1\n"
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("import ttnn\ndef f(d):\n    return ttnn.begin_trace_capture(d)\n", True),
+        ("import ttnn as tt\ndef f(d):\n    return tt . begin_trace_capture(d)\n", True),
+        ("from ttnn import begin_trace_capture as btc\ndef f(d):\n    return btc(d)\n", True),
+        ("from torch.cuda import graph\ndef f(g):\n    with graph(g):\n        pass\n", True),
+        ("import torch.cuda as tc\nclass M:\n    def f(self, g):\n        with tc.graph(g):\n            pass\n", True),
+        ("def f(d):\n    from ttnn import begin_trace_capture as b\n    return b(d)\n", True),
+        ("def f(g):\n    g.capture_begin()\n", True),
+        ("from mylib import graph\ndef f(g):\n    with graph(g):\n        pass\n", False),
+        ("import torch\ndef f(x):\n    return torch.relu(x)\n", False),
+    ],
+)
+def test_only_definitions_that_can_start_captured_code_are_parsed(text, expected):
+    module = ModuleInfo(Path("app/mod.py"), "app.mod", "app/mod.py", text=text + _UNRELATED)
+    test = prefilter_for(Settings(), tables()).chunk_test(module)
+    names = [f.name for f in module.iter_functions(test)]
+    assert ("unrelated" in names) is False
+    assert bool(names) is expected, names
 
 
 def test_prefilter_misses_no_root_in_the_fixtures(monkeypatch):

@@ -67,7 +67,7 @@ def shard(sizes: Sequence[int], count: int) -> list[list[int]]:
 def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
     import gc
 
-    gc.disable()  # a worker process lives for one shard; see checker.collection_paused
+    gc.disable()  # worker processes live for one run; see checker.collection_paused
     from .analyzer.engine import Engine
     from .analyzer.project import ModuleInfo, Project
     from .analyzer.suppressions import suppression_facts

@@ -193,6 +193,7 @@ class Engine:
         # (the prefilter already ran in the parent); None: the prefilter decides.
         self.roots_in: Optional[list[ModuleInfo]] = list(roots_in) if roots_in is not None else None
         self._prefilter = None
+        self._candidate_functions: dict[int, list[FunctionInfo]] = {}
 
     # -- facts shared by rules ---------------------------------------------------------------
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
@@ -266,10 +267,13 @@ class Engine:
             self._prefilter = prefilter_for(self.settings, self.tables)
         return self._prefilter
 
-    def _functions_of(self, module: ModuleInfo) -> Iterable[FunctionInfo]:
+    def _functions_of(self, module: ModuleInfo) -> list[FunctionInfo]:
         """The candidate module's functions that can hold captured code's start; the other
         top-level defs and classes stay unparsed."""
-        return module.iter_functions(self.prefilter.chunk_test(module))
+        found = self._candidate_functions.get(id(module))
+        if found is None:
+            found = self._candidate_functions[id(module)] = list(module.iter_functions(self.prefilter.chunk_test(module)))
+        return found
 
     def run(self) -> list[Finding]:
         candidates = self.candidate_modules()

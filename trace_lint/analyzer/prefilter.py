@@ -91,7 +91,11 @@ class Prefilter:
         """A test of one top-level def's or class's text: can it hold captured code's start?
         The same reasoning as `admits`, with the module's own import bindings (exact, from
         its outline) added to those the chunk's text spells."""
+        module.load()
         module_bindings = [*module.imports.items()]
+        targets = set(self.targets)
+        # Names imported as a target itself: a call through them need not spell the target.
+        aliases = [local for local, full in module_bindings if full in targets]
 
         def test(text: str) -> bool:
             data = text.encode("utf-8", "surrogatepass")
@@ -105,7 +109,6 @@ class Prefilter:
                     bindings = [*_bindings(data, module.name, module.is_package, self._all_parts), *module_bindings]
                 if _may_spell(data, target, bindings, module.name):
                     return True
-            aliases = {local for local, full in module_bindings if full in self.targets}
             return any(_spelled(data, _chain(local, [])) for local in aliases if local.encode() in data)
 
         return test

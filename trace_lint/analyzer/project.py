@@ -74,11 +74,10 @@ class _Chunk:
     (with its decorators), or the rest of the module ("module-level code", in which those
     parts are blank lines so that line numbers stay the same)."""
 
-    __slots__ = ("first_line", "last_line", "text", "is_rest", "tree", "parsed", "positioned", "functions")
+    __slots__ = ("first_line", "text", "is_rest", "tree", "parsed", "positioned", "functions")
 
-    def __init__(self, first_line: int, last_line: int, text: str, is_rest: bool):
+    def __init__(self, first_line: int, text: str, is_rest: bool):
         self.first_line = first_line
-        self.last_line = last_line
         self.text = text
         self.is_rest = is_rest
         self.tree: Optional[cst.Module] = None
@@ -217,7 +216,7 @@ class ModuleInfo:
             return
         # This Python's parser refuses it: libcst decides, on the whole module (it may be
         # newer syntax that libcst knows).
-        chunk = _Chunk(1, text.count("\n") + 1, text, is_rest=True)
+        chunk = _Chunk(1, text, is_rest=True)
         try:
             chunk.tree = cst.parse_module(text)
         except cst.ParserSyntaxError as error:
@@ -242,22 +241,23 @@ class ModuleInfo:
         rest_parts: list[str] = []
         cursor = 0
         chunks: list[_Chunk] = []
+        by_statement: dict[int, _Chunk] = {}
         for statement in outline.body:
             if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
             last = statement.end_lineno or statement.lineno
             begin, end = line_start(first), line_start(last + 1)
-            chunk = _Chunk(first, last, text[begin:end], is_rest=False)
+            chunk = _Chunk(first, text[begin:end], is_rest=False)
             chunks.append(chunk)
+            by_statement[id(statement)] = chunk
             rest_parts.append(text[cursor:begin])
             # Blank lines keep every later line where it was.
             rest_parts.append("".join(m.group() for m in _LINE_END.finditer(text, begin, end)))
             cursor = end
         rest_parts.append(text[cursor:])
-        self._rest = _Chunk(1, len(offsets), "".join(rest_parts), is_rest=True)
+        self._rest = _Chunk(1, "".join(rest_parts), is_rest=True)
         self._chunks = [self._rest, *chunks]
-        by_statement = {id(s): c for s, c in zip((s for s in outline.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), chunks)}
         _OutlineReader(self, by_statement).read(outline)
 
     def _parse(self, chunk: _Chunk) -> bool:
@@ -314,12 +314,16 @@ class ModuleInfo:
             return
         self.positions.spans.update(spans)
 
-    def _position_chunk_of(self, node: cst.CSTNode) -> None:
+    def _chunk_of(self, node: cst.CSTNode) -> Optional[_Chunk]:
+        """The parsed chunk a node belongs to (None: a node built by the analysis)."""
         root = node
         parents = self.parents
         while id(root) in parents:
             root = parents[id(root)]
-        chunk = self._chunk_by_root.get(id(root))
+        return self._chunk_by_root.get(id(root))
+
+    def _position_chunk_of(self, node: cst.CSTNode) -> None:
+        chunk = self._chunk_of(node)
         if chunk is not None:
             self._positions_of(chunk)
 
@@ -363,10 +367,7 @@ class ModuleInfo:
         return (r.end.line, r.end.column)
 
     def code(self, node: cst.CSTNode) -> str:
-        root = node
-        while id(root) in self.parents:
-            root = self.parents[id(root)]
-        chunk = self._chunk_by_root.get(id(root))
+        chunk = self._chunk_of(node)
         tree = chunk.tree if chunk is not None and chunk.tree is not None else _EMPTY_MODULE
         return tree.code_for_node(node)
 
