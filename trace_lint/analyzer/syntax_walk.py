@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from contextlib import nullcontext
 from typing import Iterator, NamedTuple
 
 import libcst as cst
@@ -66,6 +67,7 @@ def concrete_types(base: type) -> frozenset[type]:
 
 
 SMALL_STATEMENTS = concrete_types(cst.BaseSmallStatement)
+_TRIVIA_TYPES = frozenset().union(*(concrete_types(cls) for cls in TRIVIA))
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -141,6 +143,8 @@ class Span(NamedTuple):
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")
+# NamedTuple's own __new__ is a Python function; tuple.__new__ builds the same value in C.
+_new = tuple.__new__
 
 
 class _Record:
@@ -165,6 +169,9 @@ class _Record:
         end = spans[id(self.end_node)].end if self.end_node is not None else Point(state.line, state.column)
         spans[id(self.node)] = Span(start, end)
         return False
+
+
+_NOTHING = nullcontext()
 
 
 class _PositionState(CodegenState):
@@ -198,16 +205,22 @@ class _PositionState(CodegenState):
             self.tokens.append(token)
             self._advance(token)
 
+    # Trivia is never walked, so never asked for: no span for it (over half of all nodes).
     def before_codegen(self, node: cst.CSTNode) -> None:
-        self.starts.append((self.line, self.column))
+        if type(node) not in _TRIVIA_TYPES:
+            self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        line, column = self.starts.pop()
+        if type(node) in _TRIVIA_TYPES:
+            return
+        start = self.starts.pop()
         key = id(node)
         if key not in self.spans:
-            self.spans[key] = Span(Point(line, column), Point(self.line, self.column))
+            self.spans[key] = _new(Span, (_new(Point, start), _new(Point, (self.line, self.column))))
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        if type(node) in _TRIVIA_TYPES:
+            return _NOTHING
         return _Record(self, node, start_node, end_node)
 
 
