@@ -102,3 +102,36 @@ def start(self, d):
 """
     [(_, begin, end, inside)] = _regions(source)
     assert (begin, end) == (5, None) and 6 in inside
+
+
+def test_declared_by_a_comment_on_the_signature_only():
+    """`# trace-lint: captured` must be a comment on the def line or its signature's lines;
+    the same words in a docstring, above the def or in the body declare nothing."""
+    source = '''def on_def_line(x):  # trace-lint: captured
+    return x
+
+def in_docstring(x):
+    """Mentions `# trace-lint: captured` in its docstring."""
+    return x
+
+def on_a_signature_line(
+    x,  # trace-lint: captured
+):
+    return x
+
+def one_line(x): return x  # trace-lint: captured
+
+# trace-lint: captured
+def above(x):
+    return x
+
+def in_body(x):
+    # trace-lint: captured
+    return x
+'''
+    module = ModuleInfo(Path("m.py"), "m", "m.py", text=source)
+    declared = {f.name: f.declared_captured for f in module.iter_functions()}
+    assert declared == {
+        "on_def_line": True, "in_docstring": False, "on_a_signature_line": True,
+        "one_line": True, "above": False, "in_body": False,
+    }

@@ -571,7 +571,6 @@ class _Collector:
         self.enclosing: list[Definition] = []
         # qualname prefixes
         self.scope: list[str] = []
-        self.lines: Optional[list[str]] = None
         # The list that collects the nodes of the innermost open function (None: not a body).
         self.owner: Optional[list[cst.CSTNode]] = None
         self.rest_nodes: list[cst.CSTNode] = []
@@ -732,20 +731,26 @@ class _Collector:
             _record_attribute_types(info)
 
     def _has_captured_comment(self, node: cst.FunctionDef) -> bool:
-        """`# trace-lint: captured` on the def line (or the lines of its signature)."""
+        """A `# trace-lint: captured` comment on the def line or the lines of its signature
+        (a comment token: the same words in a docstring or a string do not count)."""
         if self.has_marker is None:
             self.has_marker = "trace-lint" in self.chunk.text
         if not self.has_marker:
             return False
-        if self.lines is None:
-            self.lines = self.chunk.text.splitlines()
-        if not self.chunk.positioned:
-            self.module._positions_of(self.chunk)
-        spans = self.module.positions.spans
-        shift = 0 if self.chunk.is_rest else self.chunk.first_line - 1
-        first = spans[id(node.name)].start.line - shift
-        last = spans[id(node.body)].start.line - shift
-        return any(CAPTURED_COMMENT.search(self.lines[n - 1]) for n in range(first, min(last, len(self.lines)) + 1))
+        return any(CAPTURED_COMMENT.search(comment) for comment in _signature_comments(node))
+
+
+def _signature_comments(node: cst.FunctionDef) -> Iterator[str]:
+    """Comments from `def` to the colon, and after the colon on that line."""
+    above = {id(n) for n in (*node.leading_lines, *node.lines_after_decorators, *node.decorators, node.body)}
+    body = node.body
+    stack: list[cst.CSTNode] = [c for c in node.children if id(c) not in above]
+    stack.append(body.header if isinstance(body, cst.IndentedBlock) else body.trailing_whitespace)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Comment):
+            yield current.value
+        stack.extend(current.children)
 
 
 def _record_attribute_types(method: FunctionInfo) -> None:
