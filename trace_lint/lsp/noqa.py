@@ -60,7 +60,7 @@ def _insertion_in_comment(comment: str, code: str) -> Optional[tuple[int, str]]:
 
 
 def _after_codes(codes_text: str, offset: int, code: str) -> tuple[int, str]:
-    # The list ends at the first token that is not a code (`# noqa: TRC101  # why`).
+    # The list ends at the first token that is not a code: in `noqa: TRC101  # why`, at `#`.
     end = None
     for token in _TOKEN.finditer(codes_text):
         if not _CODE.fullmatch(token.group()):
