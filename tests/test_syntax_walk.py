@@ -23,6 +23,8 @@ TRICKY = '''\
 from __future__ import annotations
 import os, sys as system
 from . import sibling
+from .sibling import (first,
+    second as other)
 try:
     import fast
 except ImportError:  # pragma: no cover
@@ -124,10 +126,10 @@ def test_walk_and_positions_match_libcst(name, text):
     assert [type(n).__name__ for n in preorder(tree)] == [type(n).__name__ for n in reference.nodes]
     assert all(a is b for a, b in zip(preorder(tree), reference.nodes))
     expected = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
-    expected = {node: span for node, span in expected.items() if not isinstance(node, TRIVIA)}
+    walked = {node: span for node, span in expected.items() if not isinstance(node, TRIVIA) or isinstance(node, (cst.LeftParen, cst.RightParen))}
     mine = positions(tree)
-    assert len(mine) == len(expected)  # every walked node, and no trivia
-    for node, span in expected.items():
+    assert len(mine) == len(walked)  # every walked node and every parenthesis, no other trivia
+    for node, span in walked.items():
         got = mine[id(node)]
         assert (got.start.line, got.start.column, got.end.line, got.end.column) == (
             span.start.line, span.start.column, span.end.line, span.end.column,

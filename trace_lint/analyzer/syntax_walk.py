@@ -67,7 +67,9 @@ def concrete_types(base: type) -> frozenset[type]:
 
 
 SMALL_STATEMENTS = concrete_types(cst.BaseSmallStatement)
-_TRIVIA_TYPES = frozenset().union(*(concrete_types(cls) for cls in TRIVIA))
+# Trivia is never walked, so never asked for; but a parenthesis anchors the end of
+# `from m import (a, b)` for libcst, so parentheses keep their spans.
+_UNRECORDED = frozenset().union(*(concrete_types(cls) for cls in TRIVIA)) - concrete_types(cst.LeftParen) - concrete_types(cst.RightParen)
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -205,13 +207,13 @@ class _PositionState(CodegenState):
             self.tokens.append(token)
             self._advance(token)
 
-    # Trivia is never walked, so never asked for: no span for it (over half of all nodes).
+    # No span for what is never asked for (over half of all nodes).
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) not in _TRIVIA_TYPES:
+        if type(node) not in _UNRECORDED:
             self.starts.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in _TRIVIA_TYPES:
+        if type(node) in _UNRECORDED:
             return
         start = self.starts.pop()
         key = id(node)
@@ -219,7 +221,7 @@ class _PositionState(CodegenState):
             self.spans[key] = _new(Span, (_new(Point, start), _new(Point, (self.line, self.column))))
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-        if type(node) in _TRIVIA_TYPES:
+        if type(node) in _UNRECORDED:
             return _NOTHING
         return _Record(self, node, start_node, end_node)
 
