@@ -58,15 +58,12 @@ class Prefilter:
         self._all_parts = frozenset(p for _, parts in self._parts for p in parts)
 
     def admits(self, data: bytes, module_name: str, is_package: bool) -> bool:
-        if any(word in data for word in self.words):
-            return True
         name = module_name.encode()
         seen: dict[bytes, bool] = {}
         absent: list[bytes] = []
-        bindings: Optional[list[tuple[str, str]]] = None
-        for target, parts in self._parts:
+
+        def present(parts: list[bytes]) -> bool:
             # Every part of a resolved name is spelt in the file or comes from its own name.
-            present = True
             for part in parts:
                 hit = seen.get(part)
                 if hit is None:
@@ -76,16 +73,10 @@ class Prefilter:
                     if not hit:
                         absent.append(part)
                 if not hit:
-                    present = False
-                    break
-            if not present:
-                continue
-            if bindings is None:
-                bindings = _bindings(data, module_name, is_package, self._all_parts)
-            if _may_spell(data, target, bindings, module_name):
-                return True
-        return False
+                    return False
+            return True
 
+        return self._spells(data, module_name, is_package, present)
 
     def chunk_test(self, module) -> Callable[[str], bool]:
         """A test of one top-level def's or class's text: can it hold captured code's start?
@@ -99,19 +90,27 @@ class Prefilter:
 
         def test(text: str) -> bool:
             data = text.encode("utf-8", "surrogatepass")
-            if any(word in data for word in self.words):
+            # The last part is spelt in the chunk, or the call goes through an alias.
+            if self._spells(data, module.name, module.is_package, lambda parts: parts[0] in data, module_bindings):
                 return True
-            bindings: Optional[list[tuple[str, str]]] = None
-            for target, parts in self._parts:
-                if parts[0] not in data:
-                    continue  # the last part is spelt, or imported under another name
-                if bindings is None:
-                    bindings = [*_bindings(data, module.name, module.is_package, self._all_parts), *module_bindings]
-                if _may_spell(data, target, bindings, module.name):
-                    return True
             return any(_spelled(data, _chain(local, [])) for local in aliases if local.encode() in data)
 
         return test
+
+    def _spells(self, data: bytes, module_name: str, is_package: bool, present, extra_bindings=()) -> bool:
+        """A word of ours, or a target whose parts pass `present` and that some binding
+        spells (the bindings the text's imports make, plus `extra_bindings`)."""
+        if any(word in data for word in self.words):
+            return True
+        bindings: Optional[list[tuple[str, str]]] = None
+        for target, parts in self._parts:
+            if not present(parts):
+                continue
+            if bindings is None:
+                bindings = [*_bindings(data, module_name, is_package, self._all_parts), *extra_bindings]
+            if _may_spell(data, target, bindings, module_name):
+                return True
+        return False
 
 
 def prefilter_for(settings, capture_tables) -> Prefilter:

@@ -296,6 +296,8 @@ class ModuleInfo:
         """Parse the chunks that mention any of the tokens, or whose text the test accepts
         (all chunks without either)."""
         self.load()
+        if tokens is not None and not callable(tokens):
+            tokens = tuple(tokens)  # read once per chunk
         chosen = []
         for chunk in self._chunks:
             if tokens is None or chunk.mentions(tokens):
@@ -379,9 +381,7 @@ class ModuleInfo:
     def iter_functions(self, tokens: "Optional[Iterable[str] | Callable[[str], bool]]" = None) -> Iterator[FunctionInfo]:
         """Functions in source order; with tokens (or a test of a chunk's text), only those
         of the chunks that mention one."""
-        tokens = tuple(tokens) if tokens is not None and not callable(tokens) else tokens
-        chunks = self._parse_all(tokens)
-        return (f for chunk in chunks for f in chunk.functions)
+        return (f for chunk in self._parse_all(tokens) for f in chunk.functions)
 
     def tokens_for(self, names: Iterable[str]) -> tuple[str, ...]:
         """Strings that code calling one of these dotted names must contain: the last part,
@@ -415,7 +415,6 @@ class ModuleInfo:
     def iter_calls(self, tokens: Optional[Iterable[str]] = None) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
         """Every call in the module with the function it is written in (None: module level);
         with tokens, only in the chunks that mention one (a call spelled with them)."""
-        tokens = tuple(tokens) if tokens is not None else None
         chunks = self._parse_all(tokens)
         for chunk in chunks:
             if chunk.is_rest:
