@@ -14,7 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from trace_lint.analyzer import project as project_module
 from trace_lint.analyzer.project import ModuleInfo
 from trace_lint.analyzer.suppressions import statement_first_lines
-from trace_lint.analyzer.syntax_walk import TRIVIA, positions, preorder
+from trace_lint.analyzer.syntax_walk import TRIVIA, parse_module, positions, preorder
 
 ROOT = Path(__file__).parent.parent
 
@@ -134,6 +134,25 @@ def test_walk_and_positions_match_libcst(name, text):
         assert (got.start.line, got.start.column, got.end.line, got.end.column) == (
             span.start.line, span.start.column, span.end.line, span.end.column,
         ), (type(node).__name__, span)
+
+
+@pytest.mark.parametrize("name,text", CORPUS, ids=[name for name, _ in CORPUS])
+def test_parse_without_validation_builds_the_same_tree(name, text):
+    fast = parse_module(text)
+    assert fast.deep_equals(cst.parse_module(text))
+    assert fast.code == text
+
+
+def test_validation_is_back_after_a_parse_even_a_failed_one():
+    hook = cst.CSTNode.__post_init__
+    parse_module("x = 1\n")
+    assert cst.CSTNode.__post_init__ is hook
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def (:\n")
+    assert cst.CSTNode.__post_init__ is hook
+    # A node built by hand is still checked.
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
 
 
 def _whole(text: str, monkeypatch) -> ModuleInfo:

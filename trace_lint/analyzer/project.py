@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from .source import ReadError, SourceText, decode, read_bytes
-from .syntax_walk import Span, children, positions
+from .syntax_walk import Span, children, parse_module, positions
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -267,7 +267,7 @@ class ModuleInfo:
         chunk.parsed = True
         if chunk.tree is None:
             try:
-                chunk.tree = cst.parse_module(chunk.text)
+                chunk.tree = parse_module(chunk.text)
             except cst.ParserSyntaxError as error:
                 # Valid for this Python, not for libcst (newer syntax).
                 message, line, column = _syntax_error_position(chunk.text, error)
