@@ -168,7 +168,14 @@ def test_damaged_or_foreign_cache_is_rebuilt(tmp_path, damage):
     assert json.loads(entry.read_text())["version"] == __version__  # rewritten
 
 
-def test_parallel_run_matches_serial(tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_parallel_run_matches_serial(tmp_path, monkeypatch, start):
+    import multiprocessing
+
+    if start not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {start} here")
+    # fork: workers start from the parent's project; spawn: they rebuild it from the file list.
+    monkeypatch.setattr(parallel, "_worker_context", lambda: (multiprocessing.get_context(start), start == "fork"))
     monkeypatch.setattr(parallel, "MIN_CANDIDATES", 2)
     monkeypatch.setattr(parallel, "MIN_CANDIDATE_BYTES", 0)
     calls = []

@@ -1,11 +1,13 @@
 """Checking across processes by sharding the roots of captured code.
 
-Each worker builds the whole project (files parse lazily) and runs the engine with only its
-share of the candidate modules searched for captures and roots; it parses what its roots
-reach. The parent merges the findings: a finding reported by several workers (the same file,
-line and code) gets the union of their call chains. Project-level rules run in every worker
-and give the same findings there (TRC001 reports the files a worker parsed, so the union is the
-serial set; TRC405 is complete in any worker that holds a ttnn capture), and merge away.
+The candidate modules are split into shares of similar size. The parent process analyses the
+first share itself; each other share goes to a worker process, which starts from the
+parent's project (forked on Linux: raw bytes read, nothing parsed) or rebuilds it from the
+file list (where processes are spawned). Every process parses what its own roots reach. The
+parent merges the findings: a finding reported by several processes (the same file, line and
+code) gets the union of their call chains. Project-level rules run in every process and give
+the same findings there (TRC001 reports the files a process parsed, so the union is the
+serial set; TRC405 is complete in any process that holds a ttnn capture), and merge away.
 
 Rules may look at which kinds of capture reach a function (ttnn, CUDA graph, declared); a
 function reached from roots in two shards sees only its shard's kinds. When that happens with
@@ -64,34 +66,65 @@ def shard(sizes: Sequence[int], count: int) -> list[list[int]]:
     return [sorted(s) for s in shards if s]
 
 
-def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
-    import gc
-
-    gc.disable()  # worker processes live for one run; see checker.collection_paused
+def _analyse_share(project, settings, codes, explicit, share, with_facts: bool) -> ShardResult:
+    """The engine run with only `share` (module indexes) searched for captures and roots."""
     from .analyzer.engine import Engine
-    from .analyzer.project import ModuleInfo, Project
     from .analyzer.suppressions import suppression_facts
     from .rules import ALL_RULES
 
-    modules = [ModuleInfo(Path(path), name, display, text=text) for path, name, display, text in entries]
-    project = Project(modules)
+    modules = project.modules
     engine = Engine(project, settings, [r for r in ALL_RULES if r.code in codes], roots_in=[modules[i] for i in share])
     engine.always_parse = {id(modules[i]) for i in explicit}
     result = ShardResult(findings=engine.run(), internal_errors=list(engine.internal_errors))
-    by_display = {m.display_path: m for m in modules}
-    for finding in result.findings:
-        module = by_display.get(finding.filename)
-        if module is not None and finding.filename not in result.facts and not module.read_error:
-            result.facts[finding.filename] = suppression_facts(module)
+    if with_facts:
+        by_display = {m.display_path: m for m in modules}
+        for finding in result.findings:
+            module = by_display.get(finding.filename)
+            if module is not None and finding.filename not in result.facts and not module.read_error:
+                result.facts[finding.filename] = suppression_facts(module)
     for function in engine.reach:
         key = (function.module.display_path, function.qualname)
         result.kinds[key] = engine.capture_kinds(function, None)
     return result
 
 
+# The parent's project as it was when the worker processes were forked from it: raw bytes
+# already read, nothing parsed. Set only around a fork.
+_INHERITED = None
+
+
+def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
+    """In a worker process: the project comes by fork (`entries` None) or is rebuilt from
+    `entries` where processes are spawned."""
+    import gc
+
+    gc.disable()  # worker processes live for one run; see checker.collection_paused
+    if entries is None:
+        project = _INHERITED
+    else:
+        from .analyzer.project import ModuleInfo, Project
+
+        project = Project([ModuleInfo(Path(path), name, display, text=text) for path, name, display, text in entries])
+    return _analyse_share(project, settings, codes, explicit, share, with_facts=True)
+
+
+def _worker_context():
+    """(multiprocessing context, whether workers inherit the parent's memory): fork where it
+    is safe and cheap (Linux), spawn elsewhere."""
+    import multiprocessing
+    import sys
+
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork"), True
+    return multiprocessing.get_context("spawn"), False
+
+
 def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: int, on_shard_done=None) -> Optional[ParallelResult]:
     """Findings as a serial engine run gives them, or None where a serial run is due (too
-    little work, one job, or shards that disagree about how a function is captured)."""
+    little work, one job, or shards that disagree about how a function is captured).
+
+    The parent process analyses the first share itself while workers take the others."""
+    global _INHERITED
     from .analyzer.prefilter import candidate_modules, prefilter_for
     from .api_tables import tables
 
@@ -104,18 +137,25 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     sizes = [len(project.raw_bytes(m)) for m in candidates]
     if len(candidates) < MIN_CANDIDATES or sum(sizes) < MIN_CANDIDATE_BYTES:
         return None
-    shares = shard(sizes, min(jobs, len(candidates)))
-    entries = [(str(m.path), m.name, m.display_path, m._text) for m in modules]
+    shares = [[index_of[id(candidates[i])] for i in share] for share in shard(sizes, min(jobs, len(candidates)))]
+    if len(shares) < 2:
+        return None
+    context, inherits = _worker_context()
+    entries = None if inherits else [(str(m.path), m.name, m.display_path, m._text) for m in modules]
     shard_results: list[ShardResult] = []
-    with ProcessPoolExecutor(max_workers=len(shares)) as pool:
-        futures = [
-            pool.submit(_run_shard, entries, settings, codes, explicit_indexes, [index_of[id(candidates[i])] for i in share])
-            for share in shares
-        ]
-        for future in futures:
-            shard_results.append(future.result())
-            if on_shard_done is not None:
-                on_shard_done(len(shard_results), len(futures))
+    _INHERITED = project
+    try:
+        with ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context) as pool:
+            futures = [pool.submit(_run_shard, entries, settings, codes, explicit_indexes, share) for share in shares[1:]]
+            _INHERITED = None  # the workers are forked by now
+            shard_results.append(_analyse_share(project, settings, codes, explicit_indexes, shares[0], with_facts=False))
+            for future in [None, *futures]:
+                if future is not None:
+                    shard_results.append(future.result())
+                if on_shard_done is not None:
+                    on_shard_done(len(shard_results), len(shares))
+    finally:
+        _INHERITED = None
     kinds: dict[tuple[str, str], frozenset] = {}
     for part in shard_results:
         for key, value in part.kinds.items():
