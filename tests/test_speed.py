@@ -219,6 +219,28 @@ def test_warm_run_does_not_import_libcst(tmp_path):
     assert warm.stdout.split() == [count, "False"]
 
 
+def test_a_tree_without_capture_code_is_checked_without_libcst(tmp_path):
+    tree = tmp_path / "plain"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "model.py").write_text("import torch\n\n\ndef forward(x):\n    return torch.relu(x).item()\n")
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from trace_lint.checker import check\nfrom trace_lint.config import load_settings\n"
+        "tree = Path(sys.argv[1])\n"
+        "result = check([tree], load_settings(tree))\n"
+        "print(len(result.findings), result.files_checked, 'libcst' in sys.modules, 'trace_lint.rules' in sys.modules)\n"
+    )
+    run = lambda: subprocess.run([sys.executable, "-c", script, str(tree)], capture_output=True, text=True, check=True).stdout.split()
+    assert run() == ["0", "2", "False", "False"]
+    # A suppression comment may be unused (a finding): then the rules run.
+    (tree / "pkg" / "model.py").write_text("x = 1  # noqa: TRC101\n")
+    assert run() == ["1", "2", "True", "True"]
+    # So does a file that can hold a capture.
+    (tree / "pkg" / "model.py").write_text("import ttnn\n\n\ndef run(device):\n    ttnn.begin_trace_capture(device, cq_id=0)\n")
+    assert run()[2:] == ["True", "True"]
+
+
 def test_cli_no_cache_writes_nothing_and_cache_dir_is_honoured(tmp_path):
     tree = generate(tmp_path / "tree", 2)
     (tree / "pyproject.toml").write_text('[tool.trace-lint]\ncache-dir = "elsewhere"\n')

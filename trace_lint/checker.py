@@ -106,7 +106,34 @@ def collection_paused():
             gc.enable()
 
 
+def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[list[int]]:
+    """Indexes of the entries the prefilter admits (files that can hold captured code's
+    start), reading their bytes into `raw`; None when a file cannot be read (the analysis
+    reports it). Needs neither libcst nor the rules."""
+    from .analyzer.prefilter import prefilter_for
+    from .analyzer.source import ReadError, read_bytes
+    from .api_tables import tables
+
+    prefilter = prefilter_for(settings, tables())
+    admitted = []
+    for index, (path, name, _display, text, _explicit) in enumerate(entries):
+        data = raw.get(index)
+        if data is None:
+            try:
+                data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
+            except ReadError:
+                return None
+        if prefilter.admits(data, name, path.name in ("__init__.py", "__init__.pyi")):
+            admitted.append(index)
+    return admitted
+
+
 def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress) -> list[Finding]:
+    admitted = _admitted(entries, raw, settings)
+    explicit_indexes = [index for index, entry in enumerate(entries) if entry[4]]
+    if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in raw.values()):
+        # Nothing can be found: libcst and the rules are never imported.
+        return []
     from .analyzer.engine import Engine
     from .analyzer.project import ModuleInfo, Project
     from .analyzer.source import decode
@@ -119,6 +146,8 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     for index, data in raw.items():
         project._raw[id(modules[index])] = data
     explicit = {id(m) for m, entry in zip(modules, entries) if entry[4]}
+    # What the engine would compute itself: admitted modules and explicit ones, in order.
+    candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
     enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
     if progress is not None:
         progress.start(len(modules))
@@ -127,14 +156,14 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if jobs > 1:
         from .parallel import run_parallel
 
-        parallel = run_parallel(project, settings, enabled, explicit, jobs, on_shard_done=progress.shard_done if progress else None)
+        parallel = run_parallel(project, settings, enabled, explicit, jobs, candidates=candidates, on_shard_done=progress.shard_done if progress else None)
     facts: dict[str, tuple] = {}
     if parallel is not None:
         raw_findings = parallel.findings
         result.errors.extend(parallel.internal_errors)
         facts = parallel.facts
     else:
-        engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled])
+        engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
         engine.always_parse = explicit
         raw_findings = engine.run()
         result.errors.extend(engine.internal_errors)
@@ -174,7 +203,10 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
 
 
 def _may_hold_suppressions(project, module) -> bool:
-    data = project.raw_bytes(module)
+    return _may_hold_suppressions_in(project.raw_bytes(module))
+
+
+def _may_hold_suppressions_in(data: bytes) -> bool:
     return b"TRC" in data or b"trace-lint:" in data
 
 

@@ -119,9 +119,10 @@ def _worker_context():
     return multiprocessing.get_context("spawn"), False
 
 
-def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: int, on_shard_done=None) -> Optional[ParallelResult]:
+def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: int, candidates=None, on_shard_done=None) -> Optional[ParallelResult]:
     """Findings as a serial engine run gives them, or None where a serial run is due (too
     little work, one job, or shards that disagree about how a function is captured).
+    `candidates`: the modules the prefilter admits plus the explicit ones, if known.
 
     The parent process analyses the first share itself while workers take the others."""
     global _INHERITED
@@ -133,7 +134,8 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     modules = project.modules
     index_of = {id(m): i for i, m in enumerate(modules)}
     explicit_indexes = sorted(index_of[i] for i in explicit if i in index_of)
-    candidates = candidate_modules(project, prefilter_for(settings, tables()), {id(modules[i]) for i in explicit_indexes})
+    if candidates is None:  # the prefilter's modules and the explicit ones
+        candidates = candidate_modules(project, prefilter_for(settings, tables()), {id(modules[i]) for i in explicit_indexes})
     sizes = [len(project.raw_bytes(m)) for m in candidates]
     if len(candidates) < MIN_CANDIDATES or sum(sizes) < MIN_CANDIDATE_BYTES:
         return None
