@@ -111,7 +111,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
     start), reading their bytes into `raw`; None when a file cannot be read (the analysis
     reports it). Needs neither libcst nor the rules."""
     from .analyzer.prefilter import prefilter_for
-    from .analyzer.source import ReadError, read_bytes
+    from .analyzer.source import PACKAGE_FILES, ReadError, read_bytes
     from .api_tables import tables
 
     prefilter = prefilter_for(settings, tables())
@@ -123,7 +123,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
                 data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
             except ReadError:
                 return None
-        if prefilter.admits(data, name, path.name in ("__init__.py", "__init__.pyi")):
+        if prefilter.admits(data, name, path.name in PACKAGE_FILES):
             admitted.append(index)
     return admitted
 

@@ -148,14 +148,15 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     _INHERITED = project
     try:
         with ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context) as pool:
+            # A fork context starts every worker at the first submit, before the parent
+            # parses anything of its own share.
             futures = [pool.submit(_run_shard, entries, settings, codes, explicit_indexes, share) for share in shares[1:]]
-            _INHERITED = None  # the workers are forked by now
+            _INHERITED = None
             shard_results.append(_analyse_share(project, settings, codes, explicit_indexes, shares[0], with_facts=False))
-            for future in [None, *futures]:
-                if future is not None:
-                    shard_results.append(future.result())
-                if on_shard_done is not None:
-                    on_shard_done(len(shard_results), len(shares))
+            _report_share_done(on_shard_done, 1, len(shares))
+            for future in futures:
+                shard_results.append(future.result())
+                _report_share_done(on_shard_done, len(shard_results), len(shares))
     finally:
         _INHERITED = None
     kinds: dict[tuple[str, str], frozenset] = {}
@@ -164,6 +165,11 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
             if kinds.setdefault(key, value) != value:
                 return None
     return merge(shard_results)
+
+
+def _report_share_done(on_shard_done, done: int, total: int) -> None:
+    if on_shard_done is not None:
+        on_shard_done(done, total)
 
 
 def merge(parts: Sequence[ShardResult]) -> ParallelResult:

@@ -13,6 +13,7 @@ from typing import Iterable, Optional
 import pathspec
 
 from ..config import DEFAULT_EXCLUDE, Settings, real_path
+from .source import PACKAGE_FILES
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -35,7 +36,7 @@ def module_name(path: Path, real: Optional[Path] = None) -> str:
 @lru_cache(maxsize=4096)
 def _package_parts(directory: Path) -> tuple[str, ...]:
     # Memoized per folder: every file of a folder climbs the same packages (one run's stats).
-    if not ((directory / "__init__.py").is_file() or (directory / "__init__.pyi").is_file()):
+    if not any((directory / name).is_file() for name in PACKAGE_FILES):
         return ()
     if directory.parent == directory:
         return (directory.name,)

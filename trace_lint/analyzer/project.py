@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 import libcst as cst
 
-from .source import ReadError, SourceText, decode, read_bytes
+from .source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from .syntax_walk import Span, children, parse_module, positions
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
@@ -159,7 +159,7 @@ class ModuleInfo:
         self.path = path
         self.name = name
         self.display_path = display_path
-        self.is_package = path.name in ("__init__.py", "__init__.pyi")
+        self.is_package = path.name in PACKAGE_FILES
         self._text = text
         self._loaded = False
         self._ok = False

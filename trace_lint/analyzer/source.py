@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+# The files that make a folder a package; such a file's module is the package itself.
+PACKAGE_FILES = ("__init__.py", "__init__.pyi")
+
 
 @dataclass(frozen=True)
 class SourceText:

@@ -20,7 +20,7 @@ from libcst._nodes.internal import CodegenState
 
 # libcst validates every node as it is built (`CSTNode.__post_init__`), which is for trees
 # built by hand; the parser's own output is valid by construction, and the checks take about
-# 15% of a parse. None where a libcst version has no such hook.
+# an eighth of a parse. None where a libcst version has no such hook.
 _VALIDATE = cst.CSTNode.__dict__.get("__post_init__")
 
 
