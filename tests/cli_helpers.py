@@ -44,6 +44,23 @@ def finding_set(path: Path, *extra: str, cwd: Path | None = None) -> set[tuple[s
 
 # A two-module package whose capture in main.py reaches a host read in helpers.py, with a
 # sync on line 10 after a non-ASCII character (columns differ between code points and UTF-16).
+# One capture that reads a device tensor back to the host (TRC102 on line 8), and its fix.
+CAPTURE_READING_HOST = textwrap.dedent(
+    """\
+    import ttnn
+
+
+    def run(device, x):
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        try:
+            y = ttnn.to_torch(x)
+        finally:
+            ttnn.end_trace_capture(device, tid, cq_id=0)
+        return y
+    """
+)
+CAPTURE_FIXED = CAPTURE_READING_HOST.replace("y = ttnn.to_torch(x)", "y = ttnn.relu(x)")
+
 CHAIN_HELPERS = textwrap.dedent(
     """\
     import ttnn

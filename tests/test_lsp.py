@@ -21,6 +21,8 @@ from trace_lint.analyzer.findings import Edit, Location  # noqa: E402
 from trace_lint.lsp.positions import split_lines  # noqa: E402
 from trace_lint.lsp.server import text_edit  # noqa: E402
 
+from .cli_helpers import CAPTURE_FIXED, CAPTURE_READING_HOST  # noqa: E402
+
 
 # Fails a test that waits for a message the server never sends, instead of hanging.
 WAIT_LIMIT = 60.0
@@ -44,21 +46,7 @@ SERVER = ClientServerConfig(
     client_factory=_recording_client,
 )
 
-CAPTURE = textwrap.dedent(
-    """\
-    import ttnn
-
-
-    def run(device, x):
-        tid = ttnn.begin_trace_capture(device, cq_id=0)
-        try:
-            y = ttnn.to_torch(x)
-        finally:
-            ttnn.end_trace_capture(device, tid, cq_id=0)
-        return y
-    """
-)
-CAPTURE_FIXED = CAPTURE.replace("y = ttnn.to_torch(x)", "y = ttnn.relu(x)")
+CAPTURE = CAPTURE_READING_HOST
 
 
 @pytest.fixture

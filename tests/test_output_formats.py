@@ -18,9 +18,8 @@ from trace_lint.output import OutputContext, formatters
 from trace_lint.output.github import annotation
 from trace_lint.rules import ALL_RULES
 
-from .cli_helpers import CHAIN_MAIN as MAIN, write_chain_package
+from .cli_helpers import CHAIN_MAIN as MAIN, REPO, write_chain_package
 
-REPO = Path(__file__).resolve().parent.parent
 SCHEMA_CANDIDATES = (
     REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json",
     Path("/work/shared/data/sarif-schema-2.1.0.json"),

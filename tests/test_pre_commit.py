@@ -13,24 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from .cli_helpers import CAPTURE_FIXED, CAPTURE_READING_HOST, REPO
+
 pytest.importorskip("pre_commit", reason="pre-commit is not installed")
 
-REPO = Path(__file__).resolve().parent.parent
 GIT_IDENTITY = ["-c", "user.name=trace-lint tests", "-c", "user.email=tests@example.invalid", "-c", "commit.gpgsign=false"]
 
-BAD = """\
-import ttnn
-
-
-def run(device, x):
-    tid = ttnn.begin_trace_capture(device, cq_id=0)
-    try:
-        y = ttnn.to_torch(x)
-    finally:
-        ttnn.end_trace_capture(device, tid, cq_id=0)
-    return y
-"""
-GOOD = BAD.replace("ttnn.to_torch(x)", "ttnn.relu(x)")
+BAD, GOOD = CAPTURE_READING_HOST, CAPTURE_FIXED
 
 
 def git(*args: str, cwd: Path) -> str:

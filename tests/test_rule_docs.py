@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from trace_lint.docs import render
 from trace_lint.rules import ALL_RULES
 
-REPO = Path(__file__).resolve().parent.parent
+from .cli_helpers import REPO
+
 RULES_MD = REPO / "docs" / "rules.md"
 
 
