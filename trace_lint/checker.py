@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .analyzer.discovery import discover, display_path, matches_per_file_glob, module_name
+from .analyzer.discovery import discover, display_path, matches_per_file_glob
+from .analyzer.module_names import module_names, source_roots
 from .analyzer.findings import Finding
 from .config import Settings, real_path
 
@@ -55,14 +56,15 @@ def check(
     result.errors.extend(found.errors)
     files = list(found.files)
     explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
-    entries: list[tuple[Path, str, str, Optional[str], bool]] = []
+    entries: list[tuple[Path, tuple[str, ...], str, Optional[str], bool]] = []
     seen: set[Path] = set()
+    roots = source_roots(settings.src, settings.root, [p for p in on_disk if p.is_dir()])
     for path in [*files, *(Path(p) for p in sources)]:
         key = found.real.get(path) or real_path(path)
         if key in seen:
             continue
         seen.add(key)
-        entries.append((path, module_name(path, key), display_path(path), sources.get(key), key in explicit))
+        entries.append((path, module_names(key, roots), display_path(path), sources.get(key), key in explicit))
     result.files_checked = len(entries)
 
     raw: dict[int, bytes] = {}
@@ -123,7 +125,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
                 data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
             except ReadError:
                 return None
-        if prefilter.admits(data, name, path.name in PACKAGE_FILES):
+        if prefilter.admits(data, name[0], path.name in PACKAGE_FILES):
             admitted.append(index)
     return admitted
 

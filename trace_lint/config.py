@@ -49,6 +49,8 @@ class Settings:
     captured_decorators: tuple[str, ...] = ()
     capture_helpers: tuple[str, ...] = ()
     cache_dir: Optional[str] = None
+    # Source roots for resolving imports (config `src`), canonical paths.
+    src: tuple[Path, ...] = ()
     # Where the configuration came from; globs and cache-dir are relative to it.
     root: Path = field(default_factory=Path.cwd)
     config_file: Optional[Path] = None
@@ -57,7 +59,8 @@ class Settings:
         """Everything that can change a finding, for the result cache."""
         return repr(
             (self.select, self.extend_select, self.ignore, self.per_file_ignores,
-             self.captured_functions, self.captured_decorators, self.capture_helpers)
+             self.captured_functions, self.captured_decorators, self.capture_helpers,
+             tuple(str(p) for p in self.src))
         )
 
 

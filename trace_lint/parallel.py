@@ -143,7 +143,7 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     if len(shares) < 2:
         return None
     context, inherits = _worker_context()
-    entries = None if inherits else [(str(m.path), m.name, m.display_path, m._text) for m in modules]
+    entries = None if inherits else [(str(m.path), m.names, m.display_path, m._text) for m in modules]
     shard_results: list[ShardResult] = []
     _INHERITED = project
     try:

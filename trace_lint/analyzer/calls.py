@@ -6,6 +6,7 @@ finding on the wrong function is worse than a miss.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
@@ -15,26 +16,33 @@ from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import iter_body_nodes
 from .syntax_walk import children
 
-# Method names of builtin containers and strings: `x.append()` on an unknown receiver is
-# far more likely a list than the one project class that happens to define `append`.
-_BUILTIN_METHODS = frozenset(
-    name
-    for kind in (list, dict, set, str, bytes, tuple, int, float, object, frozenset, bytearray)
-    for name in dir(kind)
-)
+@dataclass(frozen=True)
+class Target:
+    """A function a call runs, with the class of `self` in it when the instance's class is
+    known (a base class's `__call__` reached from a subclass instance dispatches
+    `self.forward` to the subclass)."""
+
+    function: FunctionInfo
+    self_class: Optional[ClassInfo] = None
+
+
+# How deep value inference follows names, attributes and factories.
+_DEPTH = 6
 
 
 class CallResolver:
+    """A chain of resolvers: a call's target is found through scopes, imports, classes and
+    what values are known to hold; anything else is unknown, never guessed by name."""
+
     def __init__(self, project: Project):
         self.project = project
-        self._methods_by_name: dict[str, list[FunctionInfo]] = {}
-        self._local_classes: dict[int, dict[str, tuple[str, cst.BaseExpression]]] = {}
-        self._resolved: dict[tuple[int, int], Optional[FunctionInfo]] = {}
+        self._resolved: dict[tuple[int, int, int], tuple[Target, ...]] = {}
         self._lambdas: dict[int, FunctionInfo] = {}
-        self._local_callables: dict[int, dict[str, cst.BaseExpression]] = {}
+        self._mro: dict[int, tuple[ClassInfo, ...]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
+        """The project class an expression names (`Model`, `layers.Block`)."""
         name = self.project.qualified_name(expr, module, function)
         if name is None:
             return None
@@ -44,21 +52,32 @@ class CallResolver:
     def bases(self, cls: ClassInfo) -> list[ClassInfo]:
         out = []
         for base in cls.node.bases:
+            if base.keyword is not None:
+                continue
             found = self.class_of(base.value, cls.module, None)
             if found is not None and found is not cls:
                 out.append(found)
         return out
 
-    def method(self, cls: ClassInfo, name: str, _seen: Optional[set[int]] = None) -> Optional[FunctionInfo]:
-        """Method lookup through project base classes (depth-first, as simple MROs go)."""
-        seen = _seen if _seen is not None else set()
-        if id(cls) in seen:
-            return None
-        seen.add(id(cls))
-        if name in cls.methods:
-            return cls.methods[name]
-        for base in self.bases(cls):
-            found = self.method(base, name, seen)
+    def mro(self, cls: ClassInfo) -> tuple[ClassInfo, ...]:
+        """The project classes of the method resolution order (C3, as Python computes it;
+        depth-first where C3 has no answer)."""
+        found = self._mro.get(id(cls))
+        if found is None:
+            self._mro[id(cls)] = (cls,)  # a cycle of bases resolves to the class alone
+            found = self._mro[id(cls)] = _c3(cls, [self.mro(b) for b in self.bases(cls)], self.bases(cls))
+        return found
+
+    def method(self, cls: ClassInfo, name: str, after: Optional[ClassInfo] = None) -> Optional[FunctionInfo]:
+        """Method lookup along the MRO (starting after `after`, as `super()` does)."""
+        order = self.mro(cls)
+        if after is not None:
+            index = next((i for i, c in enumerate(order) if c is after), None)
+            if index is None:
+                return None
+            order = order[index + 1 :]
+        for owner in order:
+            found = owner.methods.get(name)
             if found is not None:
                 return found
         return None
@@ -68,76 +87,146 @@ class CallResolver:
         return self.method(cls, "__call__") or self.method(cls, "forward")
 
     def attribute_class(self, cls: ClassInfo, attribute: str) -> Optional[ClassInfo]:
-        """The class of `self.attribute` from `self.attribute = SomeClass(...)` or a factory."""
-        for owner in (cls, *self.bases(cls)):
-            constructor = owner.attribute_types.get(attribute)
-            if constructor is None:
-                continue
-            found = self.class_of(constructor, owner.module, None)
-            if found is not None:
-                return found
-            # self.attr = self.make(): the factory's return annotation names the class.
-            if isinstance(constructor, cst.Attribute) and isinstance(constructor.value, cst.Name):
-                factory = self.method(owner, constructor.attr.value)
-                if factory is not None and factory.node.returns is not None:
-                    found = self.class_of(_unquote(factory.node.returns.annotation), factory.module, factory)
-                    if found is not None:
-                        return found
-        return None
+        found = self.attribute_classes(cls, attribute)
+        return found[0] if len(found) == 1 else None
+
+    def attribute_classes(self, cls: ClassInfo, attribute: str, depth: int = 0) -> list[ClassInfo]:
+        """Classes of `self.attribute`, from every value any method of the class (or a base)
+        assigns to it."""
+        out: list[ClassInfo] = []
+        for owner in self.mro(cls):
+            for method, value in owner.attribute_values.get(attribute, ()):
+                for found in self.value_classes(value, method, cls, depth + 1):
+                    if found not in out:
+                        out.append(found)
+        return out
+
+    def element_classes_of_attribute(self, cls: ClassInfo, attribute: str, depth: int = 0) -> list[ClassInfo]:
+        out: list[ClassInfo] = []
+        for owner in self.mro(cls):
+            for method, value in owner.element_values.get(attribute, ()):
+                for found in self.value_classes(value, method, cls, depth + 1):
+                    if found not in out:
+                        out.append(found)
+        return out
 
     def element_class(self, container: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
-        """The class of the elements of `self.layers` (built as a list of one class's instances)."""
-        if (
-            isinstance(container, cst.Attribute)
-            and isinstance(container.value, cst.Name)
-            and function.cls is not None
-            and function.params
-            and container.value.value == function.params[0]
-        ):
-            for owner in (function.cls, *self.bases(function.cls)):
-                constructor = owner.element_types.get(container.attr.value)
-                if constructor is not None:
-                    return self.class_of(constructor, owner.module, None)
-        if isinstance(container, cst.Call) and isinstance(container.func, cst.Name) and container.func.value in ("enumerate", "reversed") and container.args:
-            return self.element_class(container.args[0].value, function)
-        return None
+        found = self.element_classes(container, function, None)
+        return found[0] if len(found) == 1 else None
 
-    def local_constructions(self, function: FunctionInfo) -> dict[str, tuple[str, cst.BaseExpression]]:
-        """Names bound once in the function to an instance of a knowable class:
-        `v = SomeClass(...)` -> ("call", SomeClass); `for v in self.layers` -> ("element", self.layers)."""
-        key = id(function)
-        if key not in self._local_classes:
-            seen: dict[str, Optional[tuple[str, cst.BaseExpression]]] = {}
+    # -- values ----------------------------------------------------------------------------
+    def value_classes(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
+        """The project classes of the instances an expression can evaluate to (empty:
+        unknown). `self_class`: the class of `self` in `function`, when known."""
+        if depth > _DEPTH or function is None:
+            return []
+        module = function.module
+        if isinstance(expr, cst.Name):
+            if self._is_self(expr, function):
+                return [self_class or function.cls]  # type: ignore[list-item]
+            return self._name_classes(expr, function, self_class, depth)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            cls = self.class_of(func, module, function)
+            if cls is not None:
+                return [cls]
+            out: list[ClassInfo] = []
+            for target in self.resolve_all(expr, function, self_class, depth + 1):
+                returns = target.function.node.returns if isinstance(target.function.node, cst.FunctionDef) else None
+                if returns is not None:
+                    for found in self._annotation_classes(returns.annotation, target.function):
+                        if found not in out:
+                            out.append(found)
+            return out
+        if isinstance(expr, cst.Attribute):
+            out = []
+            for owner in self.value_classes(expr.value, function, self_class, depth + 1):
+                for found in self.attribute_classes(owner, expr.attr.value, depth + 1):
+                    if found not in out:
+                        out.append(found)
+            return out
+        if isinstance(expr, cst.Subscript):
+            return self.element_classes(expr.value, function, self_class, depth + 1)
+        return []
 
-            def bind(name: str, value: Optional[tuple[str, cst.BaseExpression]]) -> None:
-                seen[name] = value if name not in seen else None
+    def element_classes(self, container: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
+        """Classes of the elements of a container expression (`self.layers`,
+        `enumerate(self.layers)`, `self.models.values()`, a local list)."""
+        if depth > _DEPTH:
+            return []
+        if isinstance(container, cst.Call):
+            func = container.func
+            if isinstance(func, cst.Name) and func.value in ("enumerate", "reversed", "list", "tuple", "iter", "sorted") and container.args:
+                return self.element_classes(container.args[0].value, function, self_class, depth + 1)
+            if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not container.args:
+                return self.element_classes(func.value, function, self_class, depth + 1)
+            return []
+        if isinstance(container, cst.Attribute):
+            out: list[ClassInfo] = []
+            for owner in self.value_classes(container.value, function, self_class, depth + 1):
+                for found in self.element_classes_of_attribute(owner, container.attr.value, depth + 1):
+                    if found not in out:
+                        out.append(found)
+            return out
+        if isinstance(container, cst.Name) and function.bindings.binds(container.value):
+            out = []
+            for binding in function.bindings.reaching(container.value, container):
+                if binding.kind in ("assign", "annassign") and binding.value is not None:
+                    from .project import _container_items
 
-            for node in iter_body_nodes(function):
-                kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
-                if kind is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                    bind(node.targets[0].target.value, ("call", node.value.func) if isinstance(node.value, cst.Call) else None)
-                elif kind is cst.For:
-                    target = node.target
-                    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(node.iter, cst.Call) and isinstance(node.iter.func, cst.Name) and node.iter.func.value == "enumerate":
-                        target = target.elements[1].value
-                    if isinstance(target, cst.Name):
-                        bind(target.value, ("element", node.iter))
-            self._local_classes[key] = {k: v for k, v in seen.items() if v is not None}
-        return self._local_classes[key]
+                    for item in _container_items(binding.value):
+                        for found in self.value_classes(item, function, self_class, depth + 1):
+                            if found not in out:
+                                out.append(found)
+            return out
+        return []
 
-    def local_callables(self, function: FunctionInfo) -> dict[str, cst.BaseExpression]:
-        """Names bound once in the function to a lambda or a `functools.partial(...)`."""
-        key = id(function)
-        if key not in self._local_callables:
-            seen: dict[str, Optional[cst.BaseExpression]] = {}
-            for node in function.nodes:
-                if type(node) is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                    name = node.targets[0].target.value
-                    value = node.value if isinstance(node.value, cst.Lambda) or self._is_partial(node.value, function) else None
-                    seen[name] = value if name not in seen else None
-            self._local_callables[key] = {k: v for k, v in seen.items() if v is not None}
-        return self._local_callables[key]
+    def _is_self(self, expr: cst.Name, function: FunctionInfo) -> bool:
+        """The first parameter of a method, still bound to the instance."""
+        if function.cls is None or not function.params or expr.value != function.params[0]:
+            return False
+        if any(_decorator_name(d) in ("staticmethod", "classmethod") for d in function.node.decorators):
+            return False
+        return all(b.kind == "param" for b in function.bindings.reaching(expr.value, expr))
 
+    def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
+        bindings = function.bindings
+        if not bindings.binds(expr.value):
+            return []
+        out: list[ClassInfo] = []
+        for binding in bindings.reaching(expr.value, expr):
+            found: list[ClassInfo] = []
+            if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+                found = self.value_classes(binding.value, function, self_class, depth + 1)
+            elif binding.kind == "annassign" and isinstance(binding.node, cst.AnnAssign):
+                found = self._annotation_classes(binding.node.annotation.annotation, function)
+            elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
+                found = self._annotation_classes(binding.node.annotation.annotation, function)
+            elif binding.kind == "loop" and binding.value is not None:
+                found = self.element_classes(binding.value, function, self_class, depth + 1)
+            for cls in found:
+                if cls not in out:
+                    out.append(cls)
+        return out
+
+    def _annotation_classes(self, annotation: cst.BaseExpression, function: FunctionInfo) -> list[ClassInfo]:
+        """Classes an annotation names: `Worker`, `"Worker"`, `Optional[Worker]`, `Worker | None`."""
+        annotation = _unquote(annotation)
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            return [*self._annotation_classes(annotation.left, function), *self._annotation_classes(annotation.right, function)]
+        if isinstance(annotation, cst.Subscript):
+            name = self.project.qualified_name(annotation.value, function.module, function)
+            if name in ("typing.Optional", "typing.Union", "Optional", "Union"):
+                out = []
+                for element in annotation.slice:
+                    if isinstance(element.slice, cst.Index):
+                        out.extend(self._annotation_classes(element.slice.value, function))
+                return out
+            return []
+        cls = self.class_of(annotation, function.module, function)
+        return [cls] if cls is not None else []
+
+    # -- callables -------------------------------------------------------------------------
     def _is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
         return (
             isinstance(expr, cst.Call)
@@ -152,7 +241,7 @@ class CallResolver:
         if key not in self._lambdas:
             params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
             prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
-            info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params)  # type: ignore[arg-type]
+            info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params, cls=None)  # type: ignore[arg-type]
             stack: list[cst.CSTNode] = [node.body]
             while stack:
                 current = stack.pop()
@@ -163,137 +252,183 @@ class CallResolver:
         return self._lambdas[key]
 
     def callable_target(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo) -> Optional[FunctionInfo]:
+        found = self.callable_targets(expr, function, module)
+        return found[0].function if len(found) == 1 else None
+
+    def callable_targets(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo, self_class: Optional[ClassInfo] = None, depth: int = 0) -> list[Target]:
         """What calling `expr` runs: a project function, a bound method, a lambda's body,
         the function a `functools.partial` wraps, an instance's `__call__`/`forward`."""
+        if depth > _DEPTH:
+            return []
         if isinstance(expr, cst.Lambda):
-            return self.lambda_function(expr, module, function)
+            return [Target(self.lambda_function(expr, module, function))]
         if function is None:
             if isinstance(expr, (cst.Name, cst.Attribute)):
                 name = self.project.qualified_name(expr, module, None)
                 definition = self.project.lookup(name) if name else None
-                return definition if isinstance(definition, FunctionInfo) else None
-            return None
+                if isinstance(definition, FunctionInfo):
+                    return [Target(definition)]
+            return []
         if self._is_partial(expr, function):
-            return self.callable_target(expr.args[0].value, function, module)  # type: ignore[union-attr]
-        if isinstance(expr, cst.Name):
-            bound = self.local_callables(function).get(expr.value)
-            if bound is not None:
-                return self.callable_target(bound, function, module)
+            return self.callable_targets(expr.args[0].value, function, module, self_class, depth + 1)  # type: ignore[union-attr]
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
             # Calling it is what the capture does: resolve it as the callee of a call.
-            return self.resolve(cst.Call(func=expr), function)
-        return None
-
-    def _local_class(self, name: str, function: FunctionInfo) -> Optional[ClassInfo]:
-        binding = self.local_constructions(function).get(name)
-        if binding is None:
-            return None
-        kind, expr = binding
-        if kind == "call":
-            return self.class_of(expr, function.module, function)
-        return self.element_class(expr, function)
-
-    def _receiver_class(self, receiver: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
-        if isinstance(receiver, cst.Name):
-            if function.cls is not None and function.params and receiver.value == function.params[0]:
-                return function.cls
-            return self._local_class(receiver.value, function)
-        if isinstance(receiver, cst.Subscript):
-            return self.element_class(receiver.value, function)
-        if (
-            isinstance(receiver, cst.Attribute)
-            and isinstance(receiver.value, cst.Name)
-            and function.cls is not None
-            and function.params
-            and receiver.value.value == function.params[0]
-        ):
-            return self.attribute_class(function.cls, receiver.attr.value)
-        return None
-
-    def unique_method(self, name: str) -> Optional[FunctionInfo]:
-        """The method `name` when exactly one class in the project defines it."""
-        if name.startswith("__") or name in _BUILTIN_METHODS:
-            return None
-        if name not in self._methods_by_name:
-            # Count definitions in the raw text first: two or more `def name(` cannot be one
-            # method, and nothing needs parsing to know it.
-            holders = self.project.modules_defining(name)
-            found: list[FunctionInfo] = []
-            if len(holders) == 1:
-                found = [cls.methods[name] for cls in holders[0].classes_defining(name)]
-            self._methods_by_name[name] = found
-        candidates = self._methods_by_name[name]
-        return candidates[0] if len(candidates) == 1 else None
+            return self.resolve_all(cst.Call(func=expr), function, self_class, depth + 1)
+        return []
 
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
-        key = (id(call.func), id(function))
-        if key not in self._resolved:
-            self._resolved[key] = self._resolve(call, function)
-        return self._resolved[key]
+        """The one function a call runs, or None (unknown, or several)."""
+        found = self.resolve_all(call, function)
+        return found[0].function if len(found) == 1 else None
 
-    def _resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
+    def resolve_all(self, call: cst.Call, function: FunctionInfo, self_class: Optional[ClassInfo] = None, depth: int = 0) -> list[Target]:
+        """Every function the call can run (each binding of a local name that can reach it,
+        each known class of the receiver)."""
+        key = (id(call.func), id(function), id(self_class))
+        found = self._resolved.get(key)
+        if found is None:
+            if depth > _DEPTH:
+                return []
+            self._resolved[key] = ()  # recursion through a cycle of names resolves to nothing
+            found = self._resolved[key] = tuple(_unique(self._resolve(call, function, self_class, depth)))
+        return list(found)
+
+    def _resolve(self, call: cst.Call, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
         func = call.func
         module = function.module
         if isinstance(func, cst.Name):
-            scope: Optional[FunctionInfo] = function
-            while scope is not None:
-                if func.value in scope.nested:
-                    return scope.nested[func.value]
-                scope = scope.parent
-            bound = self.local_callables(function).get(func.value)
-            if bound is not None:
-                return self.callable_target(bound, function, module)
-            if func.value in self.local_constructions(function):
-                cls = self._local_class(func.value, function)
-                return self.call_target_of_instance(cls) if cls is not None else None
-            return self._resolve_global(func, module, function)
+            return self._resolve_name(func, function, self_class, depth)
         if isinstance(func, cst.Subscript):
-            cls = self.element_class(func.value, function)
-            return self.call_target_of_instance(cls) if cls is not None else None
+            return self._instance_calls(self.element_classes(func.value, function, self_class, depth + 1))
         if not isinstance(func, cst.Attribute):
-            return None
+            return []
         receiver, attribute = func.value, func.attr.value
         # super().method()
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             if function.cls is None:
-                return None
-            for base in self.bases(function.cls):
-                found = self.method(base, attribute)
-                if found is not None:
-                    return found
-            return None
-        cls = self._receiver_class(receiver, function)
-        if cls is not None:
+                return []
+            instance = self_class or function.cls
+            found = self.method(instance, attribute, after=function.cls)
+            return [Target(found, instance)] if found is not None else []
+        if self.project.qualified_name(receiver, module, function) is not None:
+            # A module, or a name bound at module level: a dotted global.
+            return self._resolve_global(func, module, function)
+        out: list[Target] = []
+        for cls in self.value_classes(receiver, function, self_class, depth + 1):
             found = self.method(cls, attribute)
             if found is not None:
-                return found
-        # self.attr(...): an instance stored on self, called.
-        if (
-            isinstance(receiver, cst.Name)
-            and function.cls is not None
-            and function.params
-            and receiver.value == function.params[0]
-        ):
-            attribute_cls = self.attribute_class(function.cls, attribute)
-            if attribute_cls is not None:
-                return self.call_target_of_instance(attribute_cls)
-            return None
-        resolved = self._resolve_global(func, module, function)
-        if resolved is not None:
-            return resolved
-        if self.project.qualified_name(receiver, module, function) is not None:
-            return None  # a module or known global: not a method call on an instance
-        return self.unique_method(attribute)
+                out.append(Target(found, cls))
+                continue
+            # self.attr(...): an instance stored on the object, called.
+            out.extend(self._instance_calls(self.attribute_classes(cls, attribute, depth + 1)))
+        if not out:
+            # A class named through an attribute (`layers.Block.make()`), or a class object.
+            out.extend(self._resolve_global(func, module, function))
+        return out
 
-    def _resolve_global(self, func: cst.BaseExpression, module: ModuleInfo, function: FunctionInfo) -> Optional[FunctionInfo]:
+    def _resolve_name(self, func: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
+        module = function.module
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            bindings = scope.bindings
+            if func.value in bindings.declared_global:
+                break
+            if bindings.binds(func.value):
+                out: list[Target] = []
+                anchor = func if scope is function else None  # a closure reads whatever the name holds when called
+                for binding in bindings.reaching(func.value, anchor):
+                    out.extend(self._binding_targets(binding, scope, self_class, depth))
+                return out
+            scope = scope.parent
+        return self._resolve_global(func, module, function)
+
+    def _binding_targets(self, binding, scope: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
+        """What calling a local name runs, for one binding of it."""
+        module = scope.module
+        if binding.kind == "def":
+            nested = module.function_by_node.get(id(binding.node))
+            return [Target(nested)] if nested is not None else []
+        if binding.kind == "class":
+            return []
+        if binding.kind == "import":
+            definition = self.project.lookup(binding.imported) if binding.imported else None
+            return [Target(definition)] if isinstance(definition, FunctionInfo) else []
+        if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+            value = binding.value
+            if isinstance(value, cst.Lambda) or self._is_partial(value, scope):
+                return self.callable_targets(value, scope, module, self_class, depth + 1)
+            if isinstance(value, (cst.Name, cst.Attribute)):
+                # An alias of a function or a bound method.
+                targets = self.callable_targets(value, scope, module, self_class, depth + 1)
+                if targets:
+                    return targets
+            return self._instance_calls(self.value_classes(value, scope, self_class, depth + 1))
+        if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
+            return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
+        if binding.kind == "loop" and binding.value is not None:
+            return self._instance_calls(self.element_classes(binding.value, scope, self_class, depth + 1))
+        return []
+
+    def _instance_calls(self, classes: list[ClassInfo]) -> list[Target]:
+        out = []
+        for cls in classes:
+            found = self.call_target_of_instance(cls)
+            if found is not None:
+                out.append(Target(found, cls))
+        return out
+
+    def _resolve_global(self, func: cst.BaseExpression, module: ModuleInfo, function: FunctionInfo) -> list[Target]:
         name = self.project.qualified_name(func, module, function)
         if name is None:
-            return None
+            return []
         definition = self.project.lookup(name)
         if isinstance(definition, FunctionInfo):
-            return definition
-        return None
+            return [Target(definition)]
+        if isinstance(definition, ClassInfo):
+            # Constructing an instance runs its __init__.
+            init = self.method(definition, "__init__")
+            return [Target(init, definition)] if init is not None else []
+        return []
+
+
+def _unique(targets: list[Target]) -> list[Target]:
+    out: list[Target] = []
+    for target in targets:
+        if target not in out:
+            out.append(target)
+    return out
+
+
+def _decorator_name(decorator: cst.Decorator) -> str:
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+
+
+def _c3(cls: ClassInfo, base_orders: list[tuple[ClassInfo, ...]], bases: list[ClassInfo]) -> tuple[ClassInfo, ...]:
+    sequences = [list(order) for order in base_orders if order] + [list(bases)]
+    out = [cls]
+    while True:
+        sequences = [s for s in sequences if s]
+        if not sequences:
+            return tuple(out)
+        for sequence in sequences:
+            head = sequence[0]
+            if not any(head in s[1:] for s in sequences):
+                break
+        else:
+            # No consistent order: depth-first, without repeats.
+            for order in base_orders:
+                for c in order:
+                    if c not in out:
+                        out.append(c)
+            return tuple(out)
+        out.append(head)
+        for s in sequences:
+            if s and s[0] is head:
+                del s[0]
 
 
 def _unquote(annotation: cst.BaseExpression) -> cst.BaseExpression:

@@ -381,19 +381,17 @@ class Engine:
                 self.roots.append(Root(related, kind="cuda-graph-callable"))
                 self._pending.append((target, len(self.roots) - 1, [related]))
 
-    def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related]) -> None:
+    def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related], self_class=None) -> None:
         reach = self.reach.setdefault(function, Reach())
         if root_id not in reach.chains:
             reach.chains[root_id] = chain
-            self._pending.append((function, root_id, chain))
+        self._pending.append((function, root_id, reach.chains[root_id], self_class))
 
-    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related]) -> None:
-        target = self.resolver.resolve(call, caller)
-        if target is None:
-            return
-        start = caller.module.range(call).start
-        step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.qualname}`")
-        self._add_reach(target, root_id, [*chain, step])
+    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None) -> None:
+        for target in self.resolver.resolve_all(call, caller, self_class):
+            start = caller.module.range(call).start
+            step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.function.qualname}`")
+            self._add_reach(target.function, root_id, [*chain, step], target.self_class)
 
     def _visit_region(self, region: Region) -> None:
         context = RuleContext(self, region.module, region.function, region)
@@ -406,19 +404,23 @@ class Engine:
         )
 
     def _propagate(self) -> None:
-        """Breadth-first over calls from captured functions; each function is walked once here."""
-        edges_done: set[tuple[int, int]] = set()
+        """Breadth-first over calls from captured functions; each function is walked once
+        per root and class of `self` (a base method reached from two subclasses calls each
+        one's overrides)."""
+        edges_done: set[tuple[int, int, int]] = set()
         while self._pending:
-            function, root_id, chain = self._pending.popleft()
+            item = self._pending.popleft()
+            function, root_id, chain = item[:3]
+            self_class = item[3] if len(item) > 3 else None
             if function not in self.reach:
                 self.reach[function] = Reach()
             self.reach[function].chains.setdefault(root_id, chain)
-            key = (id(function), root_id)
+            key = (id(function), root_id, id(self_class))
             if key in edges_done:
                 continue
             edges_done.add(key)
             for call in self._calls_in(function):
-                self._edge(function, call, root_id, self.reach[function].chains[root_id])
+                self._edge(function, call, root_id, self.reach[function].chains[root_id], self_class)
 
     def _calls_in(self, function: FunctionInfo) -> list[cst.Call]:
         cached = getattr(function, "_captured_calls", None)

@@ -15,13 +15,14 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 import libcst as cst
 
+from .bindings import ScopeBindings
 from .source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from .syntax_walk import Span, children, parse_module, positions
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
 
-@dataclass
+@dataclass(eq=False)
 class ClassInfo:
     name: str
     qualname: str  # within the module: "Outer.Inner"
@@ -32,6 +33,12 @@ class ClassInfo:
     attribute_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
     # self.layers = [Layer(...) for ...] / ModuleList([...]) -> the element constructor
     element_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # Every value assigned to `self.attr` in any method, with the method (the resolver
+    # infers classes from them: constructors, factories, annotated parameters).
+    attribute_values: dict[str, list[tuple["FunctionInfo", cst.BaseExpression]]] = field(default_factory=dict)
+    # Values put into the container `self.attr`: list/tuple/dict displays' elements,
+    # `self.attr[k] = v`, `self.attr.append(v)`.
+    element_values: dict[str, list[tuple["FunctionInfo", cst.BaseExpression]]] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -54,10 +61,19 @@ class FunctionInfo:
     # Every node of the body in source order, not entering nested defs, classes or lambdas
     # (the nested def, class or lambda node itself is included). Built in the parse pass.
     nodes: list[cst.CSTNode] = field(default_factory=list)
+    _bindings: Optional["ScopeBindings"] = field(default=None, repr=False)
 
     @property
     def full_name(self) -> str:
         return f"{self.module.name}.{self.qualname}"
+
+    @property
+    def bindings(self) -> "ScopeBindings":
+        """Every binding of this function's scope, and which reach each statement."""
+        if self._bindings is None:
+            module = self.module
+            self._bindings = ScopeBindings(self, lambda dots, base: _import_from_base(module, dots, base))
+        return self._bindings
 
     def __hash__(self) -> int:
         return id(self)
@@ -155,9 +171,12 @@ class ModuleInfo:
     # Files loaded in this process, for progress on a terminal.
     parsed_count = 0
 
-    def __init__(self, path: Path, name: str, display_path: str, text: Optional[str] = None):
+    def __init__(self, path: Path, name: "str | tuple[str, ...]", display_path: str, text: Optional[str] = None):
         self.path = path
-        self.name = name
+        # Every dotted name the file can be imported by (one per source root holding it);
+        # the first is the primary one, used in qualified names.
+        self.names: tuple[str, ...] = (name,) if isinstance(name, str) else tuple(name)
+        self.name = self.names[0]
         self.display_path = display_path
         self.is_package = path.name in PACKAGE_FILES
         self._text = text
@@ -184,6 +203,10 @@ class ModuleInfo:
         self.parents: dict[int, cst.CSTNode] = {}
         # Module-level names bound to mutable values (containers) and all module-level names.
         self.globals: set[str] = set()
+        # Module-level bindings in source order: name -> [(kind, imported, conditional, is_none)]
+        # (from the outline), and what each name means once the module has run.
+        self.global_bindings: dict[str, list[tuple[str, Optional[str], bool, bool]]] = {}
+        self._global_meanings: dict[str, tuple[str, Optional[str]]] = {}
         self._rest_nodes: list[cst.CSTNode] = []
 
     # -- loading -------------------------------------------------------------------------
@@ -399,6 +422,34 @@ class ModuleInfo:
             self._parse(chunk)
         return [cls for cls in self.classes.values() if method in cls.methods]
 
+    def global_meaning(self, name: str) -> tuple[str, Optional[str]]:
+        """What a module-level name holds after the module ran: ("import", dotted name),
+        ("def", None) for a top-level def or class, ("other", None), or ("unbound", None).
+        A later unconditional binding shadows earlier ones; conditional ones after it are
+        alternatives; `name = None` fallbacks (`except ImportError: ttnn = None`) do not
+        count against an import."""
+        self.load()
+        found = self._global_meanings.get(name)
+        if found is not None:
+            return found
+        bindings = self.global_bindings.get(name)
+        if not bindings:
+            found = ("unbound", None)
+        else:
+            last = max((i for i, b in enumerate(bindings) if not b[2]), default=0)
+            alive = bindings[last:]
+            if len(alive) > 1:
+                alive = [b for b in alive if not b[3]] or alive
+            kinds = {b[0] for b in alive}
+            if kinds == {"import"} and len({b[1] for b in alive}) == 1:
+                found = ("import", alive[0][1])
+            elif kinds <= {"def", "class"}:
+                found = ("def", None)
+            else:
+                found = ("other", None)
+        self._global_meanings[name] = found
+        return found
+
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(id(node))
 
@@ -454,19 +505,23 @@ def _import_alias_name(node: cst.BaseExpression) -> str:
     raise ValueError(node)
 
 
-def _package_of(module: ModuleInfo) -> str:
-    name = module.name
+def _package_of(module: ModuleInfo, name: Optional[str] = None) -> str:
+    name = module.name if name is None else name
     return name if module.is_package else name.rpartition(".")[0]
 
 
 def _import_from_base(module: ModuleInfo, dots: int, base: str) -> Optional[str]:
+    """The dotted name a relative import names, from the first of the module's names whose
+    package is deep enough for the dots (a shallower root names more parents)."""
     if not dots:
         return base
-    package = _package_of(module).split(".") if _package_of(module) else []
-    if dots - 1 > len(package):
-        return None
-    anchor = package[: len(package) - (dots - 1)]
-    return ".".join([*anchor, base] if base else anchor)
+    for name in module.names:
+        package = _package_of(module, name).split(".") if _package_of(module, name) else []
+        if dots - 1 >= len(package):
+            continue
+        anchor = package[: len(package) - (dots - 1)]
+        return ".".join([*anchor, base] if base else anchor)
+    return None
 
 
 class _OutlineReader:
@@ -486,21 +541,30 @@ class _OutlineReader:
             chunk = self.chunk_of_statement.get(id(statement), rest)
             self._statement(statement, chunk, in_class=False)
 
+    def _global(self, name: str, kind: str, imported: Optional[str] = None, is_none: bool = False) -> None:
+        self.module.global_bindings.setdefault(name, []).append((kind, imported, self.conditional, is_none))
+
+    conditional = False
+
     def _statement(self, node: ast.stmt, chunk: _Chunk, in_class: bool) -> None:
         module = self.module
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if not in_class:
                 module._owner[node.name] = chunk
                 module.globals.add(node.name)
+                self._global(node.name, "def")
             return  # imports inside a function are the function's own
         if isinstance(node, ast.ClassDef):
             if not in_class:
                 module._owner[node.name] = chunk
                 module.globals.add(node.name)
+                self._global(node.name, "class")
             self._class_methods(node, chunk)
             for child in node.body:
                 self._statement(child, chunk, in_class=True)
             return
+        if not in_class:
+            self._module_level_bindings(node)
         if isinstance(node, ast.Import):
             mapping = {}
             for alias in node.names:
@@ -520,17 +584,66 @@ class _OutlineReader:
                 module.globals.update(_ast_target_names(target))
         elif isinstance(node, ast.AnnAssign) and not in_class:
             module.globals.update(_ast_target_names(node.target))
+        outer = self.conditional
         for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            # Branches and loop bodies may not run; a try body, a with body and a finally do.
+            runs_always = field_name == "finalbody" or (field_name == "body" and isinstance(node, (ast.Try, ast.With, ast.AsyncWith, *_TRY_STAR)))
+            self.conditional = outer or not runs_always
             for child in getattr(node, field_name, ()):
                 if isinstance(child, ast.stmt):
                     self._statement(child, chunk, in_class)
                 else:  # an except handler or a match case
                     for grandchild in child.body:
                         self._statement(grandchild, chunk, in_class)
+        self.conditional = outer
+
+    def _module_level_bindings(self, node: ast.stmt) -> None:
+        """Module-level bindings other than def and class, in source order."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    self._global(alias.asname, "import", alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    self._global(head, "import", head)
+        elif isinstance(node, ast.ImportFrom):
+            base = _import_from_base(self.module, node.level, node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                if base is None:
+                    self._global(alias.asname or alias.name, "other")
+                else:
+                    self._global(alias.asname or alias.name, "import", f"{base}.{alias.name}" if base else alias.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            if isinstance(node, ast.AnnAssign) and value is None:
+                return
+            for target in targets:
+                for name in _ast_target_names(target):
+                    self._global(name, "other", is_none=is_none)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            for name in _ast_target_names(node.target):
+                self._global(name, "other")
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    for name in _ast_target_names(item.optional_vars):
+                        self._global(name, "other")
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                for name in _ast_target_names(target):
+                    self._global(name, "other")
+        for child in ast.walk(node) if not isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR)) else ():
+            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                self._global(child.target.id, "other")
 
     def _bind(self, mapping: dict[str, str], in_class: bool) -> None:
-        self.module.imports.update(mapping)
+        # A class body's imports are the class's own: methods do not see them.
         if not in_class:
+            self.module.imports.update(mapping)
             self.module.globals.update(mapping)
 
     def _class_methods(self, node: ast.ClassDef, chunk: _Chunk) -> None:
@@ -541,6 +654,9 @@ class _OutlineReader:
                 holders = self.module._method_chunks.setdefault(item.name, [])
                 if chunk not in holders:
                     holders.append(chunk)
+
+
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
 def _ast_target_names(target: ast.expr) -> list[str]:
@@ -753,25 +869,76 @@ def _signature_comments(node: cst.FunctionDef) -> Iterator[str]:
 
 
 def _record_attribute_types(method: FunctionInfo) -> None:
-    """`self.attr = SomeClass(...)` or `self.attr = self.make()` inside a method."""
+    """`self.attr = value`, `self.attr[k] = value` and `self.attr.append(value)` inside a method."""
     if not method.params:
         return
     receiver = method.params[0]
     cls = method.cls
     assert cls is not None
+
+    def self_attribute(expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == receiver:
+            return expr.attr.value
+        return None
+
     for statement in method.nodes:
-        if not isinstance(statement, cst.Assign):
+        kind = type(statement)
+        if kind is cst.Call:
+            func = statement.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "insert", "add") and statement.args:
+                attribute = self_attribute(func.value)
+                if attribute is not None:
+                    cls.element_values.setdefault(attribute, []).append((method, statement.args[-1].value))
             continue
-        constructor = statement.value.func if isinstance(statement.value, cst.Call) else None
-        element = element_constructor(statement.value)
-        for target in statement.targets:
-            t = target.target
-            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+        if kind is cst.AnnAssign and statement.value is not None:
+            pairs = [(statement.target, statement.value)]
+        elif kind is cst.Assign:
+            pairs = [(t.target, statement.value) for t in statement.targets]
+        else:
+            continue
+        value = statement.value
+        constructor = value.func if isinstance(value, cst.Call) else None
+        element = element_constructor(value)
+        for t, value in pairs:
+            attribute = self_attribute(t)
+            if attribute is not None:
+                cls.attribute_values.setdefault(attribute, []).append((method, value))
+                for item in _container_items(value):
+                    cls.element_values.setdefault(attribute, []).append((method, item))
                 # __init__ wins over other methods.
-                if constructor is not None and (t.attr.value not in cls.attribute_types or method.name == "__init__"):
-                    cls.attribute_types[t.attr.value] = constructor
-                if element is not None and (t.attr.value not in cls.element_types or method.name == "__init__"):
-                    cls.element_types[t.attr.value] = element
+                if constructor is not None and (attribute not in cls.attribute_types or method.name == "__init__"):
+                    cls.attribute_types[attribute] = constructor
+                if element is not None and (attribute not in cls.element_types or method.name == "__init__"):
+                    cls.element_types[attribute] = element
+            elif isinstance(t, cst.Subscript):
+                attribute = self_attribute(t.value)
+                if attribute is not None:
+                    cls.element_values.setdefault(attribute, []).append((method, value))
+
+
+# Calls that build a container of their arguments' elements (torch's module containers).
+_CONTAINER_CALLS = frozenset({"list", "tuple", "dict", "ModuleList", "ModuleDict", "Sequential", "ParameterList"})
+
+
+def _container_items(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The element expressions of a list, tuple, set or dict display or comprehension, and
+    of a call wrapping one (`ModuleList([...])`, `nn.Sequential(A(), B())`)."""
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return [value.elt]
+    if isinstance(value, cst.DictComp):
+        return [value.value]
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    func = value.func if isinstance(value, cst.Call) else None
+    callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if callee in _CONTAINER_CALLS and value.args and all(a.keyword is None and not a.star for a in value.args):
+        if len(value.args) == 1 and not isinstance(value.args[0].value, cst.Call):
+            return _container_items(value.args[0].value)
+        if all(isinstance(a.value, cst.Call) for a in value.args):
+            return [a.value for a in value.args]
+    return []
 
 
 def element_constructor(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -861,6 +1028,15 @@ def local_names(function: FunctionInfo) -> frozenset[str]:
     return result
 
 
+def _meaning_of_local(name: str, reaching) -> Optional[str]:
+    """A local name is an import's dotted name when every binding reaching it imports the
+    same thing; a parameter or variable named like a framework module stands for it."""
+    imported = {b.imported for b in reaching if b.kind == "import"}
+    if reaching and len(imported) == 1 and all(b.kind == "import" for b in reaching):
+        return imported.pop()
+    return name if name in MODULE_STAND_INS else None
+
+
 class Project:
     """All modules of the checked tree, indexed by dotted name."""
 
@@ -868,7 +1044,8 @@ class Project:
         self.modules = modules
         self.by_name: dict[str, list[ModuleInfo]] = {}
         for module in modules:
-            self.by_name.setdefault(module.name, []).append(module)
+            for name in module.names:
+                self.by_name.setdefault(name, []).append(module)
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
         self._defs: Optional[dict[str, list[ModuleInfo]]] = None
@@ -942,17 +1119,27 @@ class Project:
         name = expr.value
         scope = function
         while scope is not None:
-            if name in scope.imports:
-                return scope.imports[name]
-            if name in local_names(scope):
-                return name if name in MODULE_STAND_INS else None
+            bindings = scope.bindings
+            if name in bindings.declared_global:
+                break
+            if bindings.binds(name):
+                return _meaning_of_local(name, bindings.reaching(name, expr))
             scope = scope.parent
-        if name in module.imports:
-            return module.imports[name]
-        if name in module.top_level:
-            return f"{module.name}.{name}"
-        if name in module.globals:
-            return name if name in MODULE_STAND_INS else None
+        if module.outline is not None:
+            kind, imported = module.global_meaning(name)
+            if kind == "import":
+                return imported
+            if kind == "def":
+                return f"{module.name}.{name}"
+            if kind == "other":
+                return name if name in MODULE_STAND_INS else None
+        else:  # libcst alone parsed the module: no outline of module-level bindings
+            if name in module.imports:
+                return module.imports[name]
+            if name in module.top_level:
+                return f"{module.name}.{name}"
+            if name in module.globals:
+                return name if name in MODULE_STAND_INS else None
         if name in MODULE_STAND_INS or name in BUILTIN_NAMES:
             return name
         return None

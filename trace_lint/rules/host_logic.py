@@ -174,7 +174,7 @@ class BranchOnDeviceValue(_HostLogicRule):
                         y = ttnn.subtract(y, 1.0)
                     return y
 
-            def capture(device, decoder, x):
+            def capture(device, decoder: Decoder, x):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
                 out = decoder.step(x)
                 ttnn.end_trace_capture(device, tid, cq_id=0)
@@ -306,7 +306,7 @@ class HostSideEffect(_HostLogicRule):
                     self.calls += 1
                     return ttnn.softmax(x)
 
-            def capture(device, attention, x):
+            def capture(device, attention: Attention, x):
                 attention.forward(x)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
                 out = attention.forward(x)
