@@ -301,6 +301,8 @@ class CallResolver:
             return self._resolve_name(func, function, self_class, depth)
         if isinstance(func, cst.Subscript):
             return self._instance_calls(self.element_classes(func.value, function, self_class, depth + 1))
+        if isinstance(func, cst.Call):  # `Block()(x)`: the instance made is called
+            return self._instance_calls(self.value_classes(func, function, self_class, depth + 1))
         if not isinstance(func, cst.Attribute):
             return []
         receiver, attribute = func.value, func.attr.value
