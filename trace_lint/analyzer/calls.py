@@ -122,8 +122,6 @@ class CallResolver:
             return []
         module = function.module
         if isinstance(expr, cst.Name):
-            if self._is_self(expr, function):
-                return [self_class or function.cls]  # type: ignore[list-item]
             return self._name_classes(expr, function, self_class, depth)
         if isinstance(expr, cst.Call):
             func = expr.func
@@ -181,29 +179,42 @@ class CallResolver:
             return out
         return []
 
-    def _is_self(self, expr: cst.Name, function: FunctionInfo) -> bool:
+    def _is_self(self, expr: cst.Name, function: FunctionInfo, anchor: Optional[cst.CSTNode]) -> bool:
         """The first parameter of a method, still bound to the instance."""
         if function.cls is None or not function.params or expr.value != function.params[0]:
             return False
         if any(_decorator_name(d) in ("staticmethod", "classmethod") for d in function.node.decorators):
             return False
-        return all(b.kind == "param" for b in function.bindings.reaching(expr.value, expr))
+        return all(b.kind == "param" for b in function.bindings.reaching(expr.value, anchor))
 
     def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
-        bindings = function.bindings
-        if not bindings.binds(expr.value):
+        """Classes of a local name, or of a closure's name in the function that binds it."""
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            bindings = scope.bindings
+            if expr.value in bindings.declared_global:
+                return []
+            if bindings.binds(expr.value):
+                break
+            scope = scope.parent
+        if scope is None:
             return []
+        # In an enclosing function, a closure sees whatever the name holds when it is called.
+        anchor = expr if scope is function else None
+        own_self = self_class if scope is function else None
+        if self._is_self(expr, scope, anchor):
+            return [own_self or scope.cls]  # type: ignore[list-item]
         out: list[ClassInfo] = []
-        for binding in bindings.reaching(expr.value, expr):
+        for binding in scope.bindings.reaching(expr.value, anchor):
             found: list[ClassInfo] = []
             if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
-                found = self.value_classes(binding.value, function, self_class, depth + 1)
+                found = self.value_classes(binding.value, scope, own_self, depth + 1)
             elif binding.kind == "annassign" and isinstance(binding.node, cst.AnnAssign):
-                found = self._annotation_classes(binding.node.annotation.annotation, function)
+                found = self._annotation_classes(binding.node.annotation.annotation, scope)
             elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
-                found = self._annotation_classes(binding.node.annotation.annotation, function)
+                found = self._annotation_classes(binding.node.annotation.annotation, scope)
             elif binding.kind == "loop" and binding.value is not None:
-                found = self.element_classes(binding.value, function, self_class, depth + 1)
+                found = self.element_classes(binding.value, scope, own_self, depth + 1)
             for cls in found:
                 if cls not in out:
                     out.append(cls)
