@@ -8,7 +8,9 @@ import libcst as cst
 
 from ..analyzer.dataflow import accesses, chain_key
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes
-from ._common import keyword
+from ..analyzer.values import assigned_value, binding_place, executable_after, input_names, made_in_region_and_read_after, reaching
+from ..api_tables import tables
+from ._common import is_none, keyword
 from ._torch import host_creation
 from .base import Invalid, Rule, Valid
 
@@ -103,6 +105,9 @@ class TensorCreation(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.creators:
+            region = self.context.region
+            if region is not None and id(node) in reallocations(region, self.analysis.project):
+                return  # the next trace input, allocated where the freed one was
             self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
         elif self.context.torch_api_applies:
             created = host_creation(self.context, node)
@@ -208,35 +213,103 @@ class FreedTraceBuffer(Rule):
     def check_region(self, region: Region) -> None:
         module = region.module
         before, read_in, bound_in, read_after = region_accesses(region)
-        inputs = {key for key in read_in if key in before or key in region.function.params or ("." in key and key not in bound_in)}
-        outputs = {key for key in bound_in if key in read_after or "." in key}
-        deallocate = self.analysis.tables.ttnn.deallocate
-        methods = self.analysis.tables.ttnn.deallocate_methods
-        for node in iter_body_nodes(region.function):
-            if not isinstance(node, cst.Call):
-                continue
-            target: Optional[cst.BaseExpression] = None
-            name = self.analysis.project.qualified_name(node.func, module, region.function)
-            if name in deallocate and node.args:
-                target = node.args[0].value
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in methods and name is None:
-                target = node.func.value
-            if target is None:
-                continue
+        # Attribute chains have no value tracking: an input is read and not bound in the region.
+        chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
+        chain_outputs = {key for key in bound_in if "." in key}
+        project = self.analysis.project
+        reallocated = reallocations(region, project)
+        for node, target in frees(region, project):
             key = chain_key(target)
-            if key is None:
+            if key is None or id(node) in reallocated:
                 continue
             position = module.start(node)
             if position < region.start:
                 continue
-            if position < region.stop:
-                kind = "input" if key in inputs else "output" if key in outputs else None
+            after = position >= region.stop
+            if after and (released_before(region, node) or not executable_after(region, node, _executed_after)):
+                continue
+            if "." in key:
+                kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
             else:
-                if released_before(region, node):
-                    continue
-                kind = "input" if key in inputs else "output" if key in bound_in else None
+                values = reaching(region, key, node)
+                places = {binding_place(region, b) for b in values}
+                if "before" in places and key in input_names(region):
+                    kind = "input"
+                elif "inside" in places and (after or made_in_region_and_read_after(region, key, values)):
+                    kind = "output"
+                else:
+                    kind = None  # an intermediate of the region, or a value made after it
             if kind is not None:
                 self.report(node, f"`{key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory", module=module)
+
+
+def frees(region: Region, project) -> list[tuple[cst.Call, cst.BaseExpression]]:
+    """`ttnn.deallocate(t)` and `t.deallocate()` calls in the function, with what they free."""
+    cached = getattr(region, "_frees", None)
+    if cached is not None:
+        return cached
+    api = tables().ttnn
+    module = region.module
+    out = []
+    for node in iter_body_nodes(region.function):
+        if not isinstance(node, cst.Call):
+            continue
+        name = project.qualified_name(node.func, module, region.function)
+        if name in api.deallocate and node.args:
+            out.append((node, node.args[0].value))
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods and name is None:
+            out.append((node, node.func.value))
+    region._frees = out  # type: ignore[attr-defined]
+    return out
+
+
+def reallocations(region: Region, project) -> set[int]:
+    """The documented L1-input idiom: a trace input freed in the region and a tensor
+    allocated under the same name later in the region, before anything reads it: ids of
+    both calls (neither TRC302 nor TRC301)."""
+    cached = getattr(region, "_reallocations", None)
+    if cached is not None:
+        return cached
+    module = region.module
+    found: set[int] = set()
+    inputs = input_names(region)
+    for free, target in frees(region, project):
+        key = chain_key(target)
+        if key is None or not region.contains(free):
+            continue
+        if "." not in key and key not in inputs:
+            continue
+        free_at = module.end(free)
+        for access in accesses(region.function):
+            if access.key != key or access.position <= free_at or access.position >= region.stop:
+                continue
+            if access.kind == "read":
+                break  # read again before anything new is bound to it
+            value = assigned_value(access.statement)
+            if isinstance(value, cst.Call) and _allocates(project, value, region):
+                found.update((id(free), id(value)))
+            break
+    region._reallocations = found  # type: ignore[attr-defined]
+    return found
+
+
+def _allocates(project, call: cst.Call, region: Region) -> bool:
+    api = tables().ttnn
+    name = project.qualified_name(call.func, region.module, region.function)
+    if name is None:
+        return False
+    if name in api.device_allocators:
+        return True
+    if name in api.creators or name in api.host_to_device_if_device_kwarg:
+        device = keyword(call, "device")
+        return device is not None and not is_none(device)
+    return False
+
+
+def _executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
+    from .lifecycle import _executed_after as executed_after
+
+    return executed_after(region, statement, execute)
 
 
 class UnallocatedOutput(Rule):

@@ -14,6 +14,8 @@ from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
 from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
+from ..analyzer.tensors import TensorFacts
+from ..analyzer.values import assigned_value, input_names
 from .allocation import region_accesses, released_before
 from .base import Invalid, Rule, Valid
 
@@ -183,33 +185,59 @@ class CaptureLeftOpen(Rule):
         self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=region.module)
 
 
-def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
+def _stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, str]]:
     """(statement, name) for each local trace input rebound after the region and then replayed
     (TRC403 reports them, TRC408 leaves them to it: computed once per region)."""
     cached = getattr(region, "_stale", None)
     if cached is None:
-        cached = region._stale = _find_stale_rebindings(region)  # type: ignore[attr-defined]
+        cached = region._stale = _find_stale_rebindings(region, project)  # type: ignore[attr-defined]
     return cached
 
 
-def _find_stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
+def _find_stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, str]]:
     module = region.module
-    before, read_in, _, _ = region_accesses(region)
-    inputs = {k for k in read_in if "." not in k and k in before}
+    inputs = input_names(region)
     if not inputs:
         return []
     executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
     if not executes:
         return []
+    facts = TensorFacts(project, region.function, module)
     out = []
     for access in accesses(region.function):
         if access.kind != "bind" or access.key not in inputs or access.position < region.stop or access.statement is None:
+            continue
+        # Rebound to another tensor, or to what may be one: a rebinding to a value that is
+        # surely no tensor (a number, None, a container) leaves no stale buffer.
+        value = assigned_value(access.statement)
+        if value is None or not _may_be_tensor(value, facts, project, region):
             continue
         if released_before(region, access.statement):
             continue
         if any(_executed_after(region, access.statement, e) for e in executes):
             out.append((access.statement, access.key))
     return out
+
+
+_NOT_TENSORS = (
+    cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
+    cst.Lambda, cst.Comparison, cst.BooleanOperation,
+)
+
+
+def _may_be_tensor(value: cst.BaseExpression, facts: TensorFacts, project, region: Region) -> bool:
+    if facts.is_device_value(value):
+        return True
+    if isinstance(value, _NOT_TENSORS):
+        return False
+    if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
+        return False
+    if isinstance(value, cst.Call):
+        name = project.qualified_name(value.func, region.module, region.function)
+        if name is not None and "." not in name:
+            return False  # a builtin: int(...), len(...), list(...)
+    return True
 
 
 def _same_trace(region: Region, execute: cst.Call) -> bool:
@@ -315,7 +343,7 @@ class StaleTraceInput(Rule):
     ]
 
     def check_region(self, region: Region) -> None:
-        for statement, name in _stale_rebindings(region):
+        for statement, name in _stale_rebindings(region, self.analysis.project):
             self.report(statement, f"`{name}` is a trace input; rebinding it makes a new tensor that replay never reads; copy into it instead", module=region.module)
 
 
@@ -871,7 +899,7 @@ class AllocationAcrossReplay(Rule):
         executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
         if not executes:
             return
-        stale = {id(statement) for statement, _ in _stale_rebindings(region)}
+        stale = {id(statement) for statement, _ in _stale_rebindings(region, self.analysis.project)}
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Call) or module.start(node) < region.stop or not self._allocates(node, region):
                 continue

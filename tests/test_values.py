@@ -1,0 +1,175 @@
+"""Values, not names (RULES): TRC302, TRC403 and TRC408 follow the value a name holds, from
+reaching definitions, not the name's text."""
+
+from __future__ import annotations
+
+import textwrap
+
+
+def codes(findings, *wanted):
+    return sorted((f.location.row, f.code) for f in findings if not wanted or f.code in wanted)
+
+
+def test_a_value_made_in_a_loop_in_the_region_is_an_intermediate(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def decode(device, x, layers):
+            out = ttnn.relu(x)
+            out = ttnn.relu(out)
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                h = x
+                for layer in layers:
+                    out = ttnn.matmul(h, layer)
+                    h = ttnn.add(h, out)
+                    out.deallocate(True)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            ttnn.execute_trace(device, tid, cq_id=0)
+            return h
+        """
+    )
+    assert codes(lint(source), "TRC302", "TRC403") == []
+
+
+def test_freeing_a_value_made_before_the_region_and_read_in_it_is_reported(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def decode(device, x):
+            inp = ttnn.relu(x)
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.gelu(inp)
+                inp.deallocate(True)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            ttnn.execute_trace(device, tid, cq_id=0)
+            return out
+        """
+    )
+    assert codes(lint(source), "TRC302") == [(8, "TRC302")]
+
+
+def test_a_second_capture_assigning_the_same_name_is_no_stale_input(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def capture_both(device, x):
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.relu(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            tid2 = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.gelu(x)
+            finally:
+                ttnn.end_trace_capture(device, tid2, cq_id=0)
+            ttnn.execute_trace(device, tid, cq_id=0)
+            return out
+        """
+    )
+    assert codes(lint(source), "TRC403") == []
+
+
+def test_rebinding_an_input_to_a_non_tensor_is_no_stale_input(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def run(device, x, steps):
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.relu(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            x = None
+            ttnn.execute_trace(device, tid, cq_id=0)
+            return out
+        """
+    )
+    assert codes(lint(source), "TRC403") == []
+
+
+def test_rebinding_an_input_to_a_new_tensor_then_replaying_is_stale(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def run(device, x, host):
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.relu(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            x = ttnn.from_torch(host, device=device)
+            ttnn.execute_trace(device, tid, cq_id=0)
+            return out
+        """
+    )
+    assert codes(lint(source), "TRC403") == [(9, "TRC403")]
+
+
+def test_freeing_after_the_region_when_the_trace_never_runs_again_is_fine(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def once(device, x):
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = ttnn.relu(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            ttnn.execute_trace(device, tid, cq_id=0)
+            result = ttnn.to_torch(out)
+            ttnn.deallocate(out)
+            ttnn.deallocate(x)
+            return result
+        """
+    )
+    assert codes(lint(source), "TRC302") == []
+
+
+def test_freeing_after_the_region_while_the_trace_id_is_kept_is_reported(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        class Runner:
+            def capture(self, device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    self.out = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                self.tid = tid
+                ttnn.deallocate(x)
+        """
+    )
+    assert codes(lint(source), "TRC302") == [(11, "TRC302")]
+
+
+def test_the_l1_input_reallocation_idiom_is_neither_trc302_nor_trc301(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def capture(device, model, inp, spec):
+            model(inp)
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = model(inp)
+                ttnn.deallocate(inp)
+                inp = ttnn.allocate_tensor_on_device(spec, device)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            return tid, inp, out
+        """
+    )
+    assert codes(lint(source), "TRC302", "TRC301") == []
