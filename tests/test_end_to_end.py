@@ -44,7 +44,8 @@ def test_every_lexical_rule_on_a_fixture_project():
         ("capture_rules.py", 30, "TRC406"),
         ("capture_rules.py", 31, "TRC302"),
         ("capture_rules.py", 34, "TRC408"),
-        ("capture_rules.py", 40, "TRC404"),
+        # capture_rules.py:40 `replay` calls its parameter `model` in its region: a capture
+        # helper nobody calls; its callers own the warm-up (no TRC404).
         ("capture_rules.py", 45, "TRC403"),
         ("capture_rules.py", 53, "TRC303"),
         ("suppressed.py", 8, "TRC102"),

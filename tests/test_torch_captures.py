@@ -63,16 +63,17 @@ def test_with_region_has_no_trc401_and_anchors_trc404_on_the_item(lint):
     findings = lint(src("""
         import torch
 
-        def capture(model, x):
-            g = torch.cuda.CUDAGraph()
-            with torch.no_grad():
-                with torch.cuda.graph(
-                    g
-                ):
-                    y = model(x)
-            return g, y
+        class Runner:
+            def capture(self, x):
+                g = torch.cuda.CUDAGraph()
+                with torch.no_grad():
+                    with torch.cuda.graph(
+                        g
+                    ):
+                        y = self.model(x)
+                return g, y
         """))
-    assert codes(findings) == [(6, "TRC404")]
+    assert codes(findings) == [(7, "TRC404")]
 
 
 def test_begin_end_region_matched_by_receiver(lint):

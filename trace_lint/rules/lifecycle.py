@@ -14,6 +14,8 @@ from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
 from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
+from ..analyzer.calls import Target
+from ..analyzer.effects import Effects, same_work
 from ..analyzer.tensors import TensorFacts
 from ..analyzer.values import assigned_value, input_names
 from .allocation import region_accesses, released_before
@@ -348,18 +350,36 @@ class StaleTraceInput(Rule):
 
 
 _IDENTIFIER = r"(?<![.\w]){}\b"
+# How many frames down a warm-up is looked for.
+_WARM_UP_DEPTH = 6
+
+
+def _runs_before(function: FunctionInfo, node: cst.CSTNode, site: cst.CSTNode) -> bool:
+    """In the text before the site, or in a loop that holds both (its next turn)."""
+    module = function.module
+    if module.start(node) < module.start(site):
+        return True
+    for loop in _loops(function):
+        if _within(module, node, loop) and _within(module, site, loop):
+            return True
+    return False
 
 
 class MissingWarmUp(Rule):
     """
     ## What it does
-    Flags a capture whose work is a call to user code (`model(x)`, `self.model.forward(x)`,
-    `step()`) that is called nowhere else: neither earlier in the same function, nor on
-    another path of it (the "first call eager, second call captured" pattern), nor in a
-    project function that calls the capturing function. A call matches by its resolved
-    target or by the same expression, with the capturing function's parameters replaced by
-    the caller's arguments. For `with torch.cuda.graph(g):` it is reported on the `with`
-    item; callables given to `torch.cuda.make_graphed_callables` warm up themselves.
+    Flags a capture whose work is a call to user code that reaches device work
+    (`model(x)`, `self.model[i].decode(x)`, `step()`) and never ran on a path before the
+    capture: not elsewhere in the same function (earlier, or on another path such as the
+    eager branch of "first call eager, second call captured"), not in a caller before it
+    calls the capturing function, not in a function that caller ran earlier (a sibling:
+    `setup(): self._warmup(); self._capture()`), and not inside any of those, any number of
+    frames down. A call matches by its resolved target or by the same expression, with the
+    capturing function's parameters replaced by the caller's arguments. Calls of host
+    helpers (no device work) are not judged. A capture helper's callable is judged at each
+    call site; a helper nobody in the project calls is not judged (its callers own the
+    warm-up). For `with torch.cuda.graph(g):` it is reported on the `with` item; callables
+    given to `torch.cuda.make_graphed_callables` warm up themselves.
 
     ## Why is this bad?
     The first run of an op compiles its program and writes it to the device. Inside a
@@ -380,27 +400,29 @@ class MissingWarmUp(Rule):
             """
             import ttnn
 
-            def capture(device, model, x):
-                tid = ttnn.begin_trace_capture(device, cq_id=0)
-                try:
-                    out = model(x)
-                finally:
-                    ttnn.end_trace_capture(device, tid, cq_id=0)
-                return tid, out
+            class Generator:
+                def capture(self, device, x):
+                    tid = ttnn.begin_trace_capture(device, cq_id=0)
+                    try:
+                        out = self.model(x)
+                    finally:
+                        ttnn.end_trace_capture(device, tid, cq_id=0)
+                    return tid, out
             """,
-            lines=(4,),
+            lines=(5,),
         ),
         Invalid(
             """
             import torch
 
-            def capture(model, static_in):
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    static_out = model(static_in)
-                return graph, static_out
+            class Runner:
+                def capture(self, static_in):
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph):
+                        static_out = self.model(static_in)
+                    return graph, static_out
             """,
-            lines=(5,),
+            lines=(6,),
         ),
     ]
     VALID = [
@@ -462,18 +484,28 @@ class MissingWarmUp(Rule):
         # The project functions calling each capturing function: one search per run.
         self._callers_cache: dict[int, list] = {}
 
+    @property
+    def effects(self) -> Effects:
+        found = getattr(self, "_effects", None)
+        if found is None:
+            found = self._effects = Effects(self.analysis.resolver)
+        return found
+
     def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
-        """Calls of user code among the nodes: project functions, locals and parameters,
-        and `self.*` calls (`self.model(x)`, `self.model.forward(x)`)."""
+        """Calls of user code that can reach device work among the nodes: project functions
+        that reach a ttnn/torch op, locals and parameters, and `self.*` calls
+        (`self.model(x)`, `self.model.forward(x)`) the analysis cannot see into."""
         module = function.module
         project = self.analysis.project
         calls = []
         for node in nodes:
             if not isinstance(node, cst.Call):
                 continue
-            if self.analysis.resolver.resolve(node, function) is not None:
-                calls.append(node)
-                continue
+            targets = self.analysis.resolver.resolve_all(node, function)
+            if targets:
+                if any(self.effects.reaches_device_work(t) for t in targets):
+                    calls.append(node)
+                continue  # host helpers are not judged
             func = node.func
             root = func
             while isinstance(root, cst.Attribute):
@@ -491,12 +523,13 @@ class MissingWarmUp(Rule):
         function = region.function
         receiver = function.params[0] if function.cls is not None and function.params else None
         helpers = self._helpers()
-        # A helper that the project calls is judged at its call sites; uncalled, here.
-        helper = helpers.helpers.get(id(function)) if helpers and id(function) in helpers.called else None
+        # A capture helper's callable is judged at each call site (and not at all when
+        # nobody in the project calls the helper: its callers own the warm-up).
+        helper = helpers.helpers.get(id(function)) if helpers else None
         calls = []
         for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
             if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
-                continue  # the helper's callable: judged at each call site
+                continue
             calls.append(call)
         return calls
 
@@ -519,18 +552,42 @@ class MissingWarmUp(Rule):
 
         return bool(values) and all(library(v) for v in values)
 
-    def _matches(self, call: cst.Call, caller: FunctionInfo, candidate: cst.Call, text: str, target) -> bool:
-        if target is not None and self.analysis.resolver.resolve(candidate, caller) is target:
+    def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list) -> bool:
+        if caller.module.normalized(candidate.func) == text:
             return True
-        return caller.module.normalized(candidate.func) == text
+        return bool(targets) and same_work(targets, self.analysis.resolver.resolve_all(candidate, caller))
 
-    def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region]) -> bool:
+    def _runs_below(self, function: FunctionInfo, self_class, targets: list, depth: int, seen: set) -> bool:
+        """A call in the function, or in what it calls (frames down), does the same work."""
+        key = (id(function), id(self_class))
+        if depth > _WARM_UP_DEPTH or key in seen:
+            return False
+        seen.add(key)
+        for node in function.nodes:
+            if type(node) is not cst.Call:
+                continue
+            found = self.analysis.resolver.resolve_all(node, function, self_class)
+            if same_work(targets, found):
+                return True
+            if any(self._runs_below(t.function, t.self_class, targets, depth + 1, seen) for t in found):
+                return True
+        return False
+
+    def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region], before: Optional[cst.Call] = None) -> bool:
+        """The same work runs in the function outside the capture (before `before`, when
+        given: the site in a caller), directly or frames down."""
+        seen: set = set()
+        module = function.module
         for node in iter_body_nodes(function):
-            if not isinstance(node, cst.Call) or node is call:
+            if not isinstance(node, cst.Call) or node is call or node is before:
                 continue
             if exclude is not None and exclude.contains(node):
                 continue
-            if self._matches(call, function, node, text, target):
+            if before is not None and not _runs_before(function, node, before):
+                continue
+            if self._matches(function, node, text, targets):
+                return True
+            if targets and any(self._runs_below(t.function, t.self_class, targets, 1, seen) for t in self.analysis.resolver.resolve_all(node, function)):
                 return True
         return False
 
@@ -541,9 +598,15 @@ class MissingWarmUp(Rule):
             for call, caller in module.iter_calls((function.name,)):
                 if caller is None or caller is function or callee_name(call) != function.name:
                     continue
-                if self.analysis.resolver.resolve(call, caller) is function:
+                if any(t.function is function for t in self.analysis.resolver.resolve_all(call, caller)):
                     found.append((caller, call))
         return found
+
+    def _callers_of(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
+        cache = self._callers_cache
+        if id(function) not in cache:
+            cache[id(function)] = self._callers(function)
+        return cache[id(function)]
 
     def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
         params = list(function.params)
@@ -560,24 +623,30 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
-    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, target, exclude: Optional[Region]) -> bool:
-        """The same work runs elsewhere in the function, or in a project function calling it."""
-        if self._warmed_in(function, call, text, target, exclude):
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region]) -> bool:
+        """The same work runs on a path before the capture: elsewhere in the function, in a
+        caller before it calls the capturing function (or in a function that caller ran
+        earlier: a sibling), two callers up at most, any number of frames down."""
+        if self._warmed_in(function, call, text, targets, exclude):
             return True
-        callers_cache = self._callers_cache
-        if id(function) not in callers_cache:
-            callers_cache[id(function)] = self._callers(function)
-        return any(
-            self._warmed_in(caller, site, self._substitute(text, function, caller, site), target, None)
-            for caller, site in callers_cache[id(function)]
-        )
+        frontier = [(function, text)]
+        for _level in range(2):
+            next_frontier = []
+            for callee, callee_text in frontier:
+                for caller, site in self._callers_of(callee):
+                    substituted = self._substitute(callee_text, callee, caller, site) if callee_text is not None else None
+                    if self._warmed_in(caller, site, substituted if substituted is not None else "\0", targets, None, before=site):
+                        return True
+                    next_frontier.append((caller, None))
+            frontier = next_frontier
+        return False
 
     def unwarmed_calls(self, region: Region) -> list[cst.Call]:
         function = region.function
         return [
             call
             for call in self._region_work(region)
-            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve(call, function), region)
+            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve_all(call, function), region)
         ]
 
     def check_region(self, region: Region) -> None:
@@ -619,13 +688,13 @@ class MissingWarmUp(Rule):
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
-                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve(c, site.target), None)
+                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve_all(c, site.target), None)
                 ]
                 if not missing:
                     continue
                 shown = module.code(missing[0].func)
             else:
-                if self._warm(caller, site.call, module.normalized(site.argument), site.target, None):
+                if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None):
                     continue
                 shown = module.code(site.argument)
             kind = kinds.get(id(site.helper.function), "ttnn")

@@ -1,0 +1,200 @@
+"""TRC404: the warm-up may run anywhere on a path before the capture (RULES): the same
+function, a caller, a sibling the caller ran first, frames down; host helpers and helpers
+nobody calls are not judged."""
+
+from __future__ import annotations
+
+import textwrap
+
+
+def trc404(findings):
+    return sorted(f.location.row for f in findings if f.code == "TRC404")
+
+
+MODEL = """\
+import ttnn
+
+class Model:
+    def __call__(self, x):
+        return ttnn.relu(x)
+"""
+
+
+def test_warm_up_in_a_sibling_the_caller_runs_first(lint):
+    source = MODEL + textwrap.dedent(
+        """
+        class Generator:
+            def __init__(self):
+                self.model = Model()
+
+            def setup(self, device, x):
+                self._warmup(x)
+                self._capture(device, x)
+
+            def _warmup(self, x):
+                self.model(x)
+
+            def _capture(self, device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    assert trc404(lint(source)) == []
+
+
+def test_warm_up_frames_down(lint):
+    source = MODEL + textwrap.dedent(
+        """
+        class Generator:
+            def __init__(self):
+                self.model = Model()
+
+            def _forward_no_trace(self, x):
+                return self._inner(x)
+
+            def _inner(self, x):
+                return self.model(x)
+
+            def capture(self, device, x):
+                self._forward_no_trace(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    assert trc404(lint(source)) == []
+
+
+def test_eager_branch_of_the_same_function_warms_up(lint):
+    source = MODEL + textwrap.dedent(
+        """
+        class Generator:
+            def __init__(self):
+                self.model = Model()
+                self.compiled = False
+                self.tid = None
+
+            def __call__(self, device, x):
+                if not self.compiled:
+                    self.compiled = True
+                    return self.model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                self.tid = tid
+                return out
+        """
+    )
+    assert trc404(lint(source)) == []
+
+
+def test_a_sibling_run_after_the_capture_is_no_warm_up(lint):
+    source = MODEL + textwrap.dedent(
+        """
+        class Generator:
+            def __init__(self):
+                self.model = Model()
+
+            def setup(self, device, x):
+                self._capture(device, x)
+                self._warmup(x)
+
+            def _warmup(self, x):
+                self.model(x)
+
+            def _capture(self, device, x):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    assert trc404(lint(source)) == [19]
+
+
+def test_other_work_on_the_same_base_class_is_no_warm_up(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        class Module:
+            def __call__(self, x):
+                return self.forward(x)
+
+        class Encoder(Module):
+            def forward(self, x):
+                return ttnn.relu(x)
+
+        class Decoder(Module):
+            def forward(self, x):
+                return ttnn.gelu(x)
+
+        class Runner:
+            def __init__(self):
+                self.encoder = Encoder()
+                self.decoder = Decoder()
+
+            def capture(self, device, x):
+                self.encoder(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.decoder(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    assert trc404(lint(source)) == [22]
+
+
+def test_host_helpers_in_the_region_are_not_judged(lint):
+    source = MODEL + textwrap.dedent(
+        """
+        class Generator:
+            def __init__(self):
+                self.model = Model()
+                self.steps = []
+
+            def _log(self, message):
+                print(message)
+
+            def capture(self, device, x):
+                self.model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    self._log("capturing")
+                    out = self.model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    assert trc404(lint(source)) == []
+
+
+def test_a_capture_helper_nobody_calls_is_not_judged(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def capture_trace(device, run):
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = run()
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            return tid, out
+        """
+    )
+    assert trc404(lint(source)) == []

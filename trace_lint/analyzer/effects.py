@@ -1,0 +1,83 @@
+"""Effect summaries of functions that rules ask about instead of walking bodies themselves.
+
+`reaches_device_work`: the function (or a function it calls, transitively, as resolved)
+calls a ttnn or torch op, or calls a callable the analysis cannot see (a parameter, a local,
+an attribute of `self`: user code that may launch device work). Host helpers (logging,
+bookkeeping) reach none.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .calls import CallResolver, Target
+from .project import FunctionInfo
+
+_FRAMEWORKS = ("ttnn.", "torch.")
+# How many frames down a summary follows calls.
+_DEPTH = 8
+
+
+class Effects:
+    def __init__(self, resolver: CallResolver):
+        self.resolver = resolver
+        self.project = resolver.project
+        self._device: dict[tuple[int, int], bool] = {}
+
+    def reaches_device_work(self, target: Target, depth: int = 0) -> bool:
+        key = (id(target.function), id(target.self_class))
+        found = self._device.get(key)
+        if found is not None:
+            return found
+        if depth > _DEPTH:
+            return True  # too deep to know: assume it may
+        self._device[key] = False  # a cycle adds nothing
+        found = any(self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function))
+        self._device[key] = found
+        return found
+
+    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
+        name = self.project.qualified_name(call.func, function.module, function)
+        if name is not None and name.startswith(_FRAMEWORKS):
+            return True
+        targets = self.resolver.resolve_all(call, function, self_class)
+        if targets:
+            return any(self.reaches_device_work(t, depth + 1) for t in targets)
+        return self.unseen_user_callable(call, function)
+
+    def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """A call of something the analysis cannot see into that is user code: a local or
+        parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self.project.qualified_name(func, function.module, function) is None and func.value not in _NOT_USER
+        if isinstance(func, cst.Attribute):
+            root: cst.BaseExpression = func
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            receiver = function.params[0] if function.cls is not None and function.params else None
+            return isinstance(root, cst.Name) and root.value == receiver and func.attr.value not in _HOST_METHODS
+        return isinstance(func, cst.Subscript)
+
+
+# Builtins and common host names that are never user callables.
+_NOT_USER = frozenset({"print", "len", "range", "isinstance", "getattr", "setattr", "hasattr", "super", "type"})
+# Container and logging methods on attributes of self: host bookkeeping.
+_HOST_METHODS = frozenset({
+    "append", "extend", "insert", "update", "setdefault", "pop", "clear", "add", "remove",
+    "discard", "get", "items", "keys", "values", "info", "debug", "warning", "error", "copy_",
+})
+
+
+def _calls(function: FunctionInfo) -> list[cst.Call]:
+    return [n for n in function.nodes if type(n) is cst.Call]
+
+
+def same_work(a: list[Target], b: list[Target]) -> bool:
+    """Two calls do the same work when they can run the same function on the same class
+    (a side whose class of `self` is unknown matches any)."""
+    return any(
+        x.function is y.function and (x.self_class is y.self_class or x.self_class is None or y.self_class is None)
+        for x in a
+        for y in b
+    )
