@@ -40,34 +40,20 @@ class Binding:
         return f"Binding({self.name!r}, {self.kind!r})"
 
 
-State = dict  # name -> tuple[Binding, ...]; treated as immutable (copied on write)
+# The flow state for one name: the bindings that can reach a point (None: no path does).
+State = Optional[tuple]
 
 
-def _merge(states: Iterable[Optional[State]]) -> Optional[State]:
-    """The union of the states of several paths (None: no path arrives)."""
+def _merge(states: Iterable[State]) -> State:
+    """The union of the states of several paths."""
     alive = [s for s in states if s is not None]
     if not alive:
         return None
-    if len(alive) == 1:
-        return alive[0]
-    merged: dict[str, tuple[Binding, ...]] = dict(alive[0])
+    merged = alive[0]
     for state in alive[1:]:
-        for name, bindings in state.items():
-            old = merged.get(name)
-            if old is None:
-                merged[name] = bindings
-            elif old is not bindings:
-                merged[name] = old + tuple(b for b in bindings if b not in old)
+        if state is not merged:
+            merged = merged + tuple(b for b in state if b not in merged)
     return merged
-
-
-def _bind(state: Optional[State], bindings: list[Binding]) -> Optional[State]:
-    if state is None or not bindings:
-        return state
-    new = dict(state)
-    for binding in bindings:
-        new[binding.name] = () if binding.kind == "del" else (binding,)
-    return new
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
@@ -100,7 +86,11 @@ class _Loop:
 
 
 class ScopeBindings:
-    """The bindings of one function scope and the reaching-definitions facts."""
+    """The bindings of one function scope, and the reaching-definitions facts.
+
+    One pass collects every binding; the flow of a name is computed when first asked, for
+    that name alone (a name bound once needs none), so a function with thousands of names
+    costs one linear pass per name that is asked about and bound more than once."""
 
     def __init__(self, function: "FunctionInfo", import_base):
         self.function = function
@@ -109,32 +99,14 @@ class ScopeBindings:
         self.by_name: dict[str, list[Binding]] = {}
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
-        # Entry state of each statement (small statements and compound statements), by id.
+        # Binding of (binding node, name), so flow passes reuse the collected objects.
+        self._made: dict[tuple[int, str], Binding] = {}
+        # name -> entry state of each statement (small and compound statements), by id.
+        self._flows: dict[str, dict[int, State]] = {}
+        self._tracked: Optional[str] = None
         self._entry: dict[int, State] = {}
         self._loops: list[_Loop] = []
-        self._handler_sources: list[list[State]] = []
-        node = function.node
-        state: State = {}
-        if isinstance(node, cst.FunctionDef):
-            params = node.params
-            found = []
-            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-                found.append(Binding(param.name.value, "param", param))
-            for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
-                    found.append(Binding(star.name.value, "param", star))
-            for binding in found:
-                self._record(binding)
-            state = _bind(state, found) or {}
-            self.exit = self._block(node.body, state)
-        elif isinstance(node, cst.Lambda):
-            params = node.params
-            found = [Binding(p.name.value, "param", p) for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-            for binding in found:
-                self._record(binding)
-            self.exit = _bind(state, found)
-        else:
-            self.exit = state
+        self._run(None)
 
     # -- queries ---------------------------------------------------------------------------
     def binds(self, name: str) -> bool:
@@ -149,58 +121,99 @@ class ScopeBindings:
             return ()
         if len(all_bindings) == 1 and all_bindings[0].kind != "del":
             return tuple(all_bindings)
-        state = self._state_at(node) if node is not None else None
+        entry = self._flows.get(name)
+        if entry is None:
+            self._run(name)
+            entry = self._flows[name]
+        state = self._state_at(node, entry) if node is not None else None
         if state is None:
             return tuple(b for b in all_bindings if b.kind != "del")
-        return tuple(b for b in state.get(name, ()) if b.kind != "del")
+        return tuple(b for b in state if b.kind != "del")
 
-    def _state_at(self, node: cst.CSTNode) -> Optional[State]:
+    def _state_at(self, node: cst.CSTNode, entry: dict[int, State]) -> State:
         parents = self.function.module.parents
         current: Optional[cst.CSTNode] = node
         stop = self.function.node
         while current is not None and current is not stop:
-            state = self._entry.get(id(current))
-            if state is not None:
-                return state
-            current = parents.get(id(current))
+            key = id(current)
+            if key in entry:
+                return entry[key] or ()
+            current = parents.get(key)
         return None
 
     # -- the pass --------------------------------------------------------------------------
-    def _record(self, binding: Binding) -> None:
-        self.by_name.setdefault(binding.name, []).append(binding)
+    def _run(self, tracked: Optional[str]) -> None:
+        """Collect bindings (tracked None), or compute the flow of one name."""
+        self._tracked = tracked
+        self._entry = {}
+        self._loops = []
+        node = self.function.node
+        state: State = ()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            params = node.params
+            found = [self._binding(p.name.value, "param", p) for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+            if isinstance(node, cst.FunctionDef):
+                for star in (params.star_arg, params.star_kwarg):
+                    if isinstance(star, cst.Param):
+                        found.append(self._binding(star.name.value, "param", star))
+            state = self._bind(state, found)
+            if isinstance(node, cst.FunctionDef):
+                self._block(node.body, state)
+        if tracked is not None:
+            self._flows[tracked] = self._entry
+        self._entry = {}
 
-    def _block(self, block: cst.BaseSuite, state: Optional[State]) -> Optional[State]:
+    def _binding(self, name: str, kind: str, node: cst.CSTNode, value=None, imported=None) -> Binding:
+        key = (id(node), name)
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = Binding(name, kind, node, value, imported)
+            self.by_name.setdefault(name, []).append(found)
+        return found
+
+    def _bind(self, state: State, bindings: list[Binding]) -> State:
+        if state is None:
+            return None
+        for binding in bindings:
+            if binding.name == self._tracked:
+                state = () if binding.kind == "del" else (binding,)
+        return state
+
+    def _enter(self, node: cst.CSTNode, state: State) -> None:
+        if self._tracked is not None and state is not None:
+            self._entry[id(node)] = state
+
+    def _block(self, block: cst.BaseSuite, state: State) -> State:
         if isinstance(block, cst.SimpleStatementSuite):
             return self._small_statements(block.body, state)
         for statement in block.body:
             state = self._statement(statement, state)
         return state
 
-    def _small_statements(self, statements, state: Optional[State]) -> Optional[State]:
+    def _small_statements(self, statements, state: State) -> State:
         for small in statements:
-            if state is not None:
-                self._entry[id(small)] = state
+            self._enter(small, state)
             state = self._small(small, state)
         return state
 
-    def _walrus(self, node: cst.CSTNode, state: Optional[State]) -> Optional[State]:
-        """Names bound by `:=` in an expression (not inside a lambda or comprehension's own scope)."""
+    def _walrus(self, node: cst.CSTNode, state: State) -> State:
+        """Names bound by `:=` in an expression (not inside a lambda or a nested def)."""
         found: list[Binding] = []
         stack = [node]
         while stack:
             current = stack.pop()
-            if isinstance(current, cst.NamedExpr) and isinstance(current.target, cst.Name):
-                binding = Binding(current.target.value, "walrus", current, current.value)
-                self._record(binding)
-                found.append(binding)
+            if type(current) is cst.NamedExpr and isinstance(current.target, cst.Name):
+                found.append(self._binding(current.target.value, "walrus", current, current.value))
             if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
                 continue
             stack.extend(current.children)
-        return _bind(state, found)
+        return self._bind(state, found)
 
-    def _small(self, node: cst.BaseSmallStatement, state: Optional[State]) -> Optional[State]:
+    def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
         kind = type(node)
         if kind is cst.Return or kind is cst.Raise:
+            if self._tracked is None and kind is cst.Return and node.value is not None:
+                self._walrus(node.value, state)
             return None
         if kind is cst.Break:
             if self._loops and state is not None:
@@ -216,52 +229,52 @@ class ScopeBindings:
         if kind is cst.Nonlocal:
             self.declared_nonlocal.update(n.name.value for n in node.names)
             return state
+        if kind is cst.Pass:
+            return state
         state = self._walrus(node, state)
         found: list[Binding] = []
         if kind is cst.Assign:
             for target in node.targets:
                 plain = isinstance(target.target, cst.Name)
                 for name in _target_names(target.target):
-                    found.append(Binding(name, "assign", node, node.value if plain else None))
+                    found.append(self._binding(name, "assign", node, node.value if plain else None))
         elif kind is cst.AnnAssign:
             if node.value is not None:
                 for name in _target_names(node.target):
-                    found.append(Binding(name, "annassign", node, node.value if isinstance(node.target, cst.Name) else None))
+                    found.append(self._binding(name, "annassign", node, node.value if isinstance(node.target, cst.Name) else None))
         elif kind is cst.AugAssign:
             for name in _target_names(node.target):
-                found.append(Binding(name, "augassign", node))
+                found.append(self._binding(name, "augassign", node))
         elif kind is cst.Del:
             for name in _target_names(node.target):
-                found.append(Binding(name, "del", node))
+                found.append(self._binding(name, "del", node))
         elif kind is cst.Import:
             for alias in node.names:
                 full = _dotted(alias.name)
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    found.append(Binding(alias.asname.name.value, "import", node, imported=full))
+                    found.append(self._binding(alias.asname.name.value, "import", node, imported=full))
                 else:
                     head = full.split(".")[0]
-                    found.append(Binding(head, "import", node, imported=head))
+                    found.append(self._binding(head, "import", node, imported=head))
         elif kind is cst.ImportFrom:
-            base = self._import_base(len(node.relative), _dotted(node.module) if node.module is not None else "")
-            if base is not None and not isinstance(node.names, cst.ImportStar):
+            if not isinstance(node.names, cst.ImportStar):
+                base = self._import_base(len(node.relative), _dotted(node.module) if node.module is not None else "")
                 for alias in node.names:
                     name = _dotted(alias.name)
                     local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-                    found.append(Binding(local, "import", node, imported=f"{base}.{name}" if base else name))
-        for binding in found:
-            self._record(binding)
-        return _bind(state, found)
+                    if base is None:
+                        found.append(self._binding(local, "assign", node))  # unresolvable: some value
+                    else:
+                        found.append(self._binding(local, "import", node, imported=f"{base}.{name}" if base else name))
+        return self._bind(state, found)
 
-    def _statement(self, node: cst.BaseStatement, state: Optional[State]) -> Optional[State]:
-        if isinstance(node, cst.SimpleStatementLine):
+    def _statement(self, node: cst.BaseStatement, state: State) -> State:
+        if type(node) is cst.SimpleStatementLine:
             return self._small_statements(node.body, state)
-        if state is not None:
-            self._entry[id(node)] = state
+        self._enter(node, state)
         kind = type(node)
         if kind is cst.FunctionDef or kind is cst.ClassDef:
-            binding = Binding(node.name.value, "def" if kind is cst.FunctionDef else "class", node)
-            self._record(binding)
-            return _bind(state, [binding])
+            return self._bind(state, [self._binding(node.name.value, "def" if kind is cst.FunctionDef else "class", node)])
         if kind is cst.If:
             state = self._walrus(node.test, state)
             body = self._block(node.body, state)
@@ -274,24 +287,20 @@ class ScopeBindings:
                 other = self._block(orelse.body, state)
             return _merge([body, other])
         if kind is cst.For:
-            names = _target_names(node.target)
             plain = isinstance(node.target, cst.Name)
-            found = [Binding(name, "loop", node, node.iter if plain else None) for name in names]
-            for binding in found:
-                self._record(binding)
-            return self._loop(node, state, found, None)
+            found = [self._binding(name, "loop", node, node.iter if plain else None) for name in _target_names(node.target)]
+            return self._loop(node, self._walrus(node.iter, state), found, None)
         if kind is cst.While:
             return self._loop(node, self._walrus(node.test, state), [], node.test)
         if kind is cst.With:
             found = []
             for item in node.items:
+                state = self._walrus(item.item, state)
                 if item.asname is not None:
                     plain = isinstance(item.asname.name, cst.Name)
                     for name in _target_names(item.asname.name):
-                        found.append(Binding(name, "with", node, item.item if plain else None))
-            for binding in found:
-                self._record(binding)
-            return self._block(node.body, _bind(state, found))
+                        found.append(self._binding(name, "with", node, item.item if plain else None))
+            return self._block(node.body, self._bind(state, found))
         if kind is cst.Try or kind is getattr(cst, "TryStar", None):
             return self._try(node, state)
         if kind is cst.Match:
@@ -301,64 +310,52 @@ class ScopeBindings:
                 stack = [case.pattern]
                 while stack:
                     current = stack.pop()
-                    if isinstance(current, cst.MatchAs) and current.name is not None:
-                        found.append(Binding(current.name.value, "match", node))
-                    elif isinstance(current, cst.MatchStar) and current.name is not None:
-                        found.append(Binding(current.name.value, "match", node))
+                    if isinstance(current, (cst.MatchAs, cst.MatchStar)) and current.name is not None:
+                        found.append(self._binding(current.name.value, "match", current))
                     elif isinstance(current, cst.MatchMapping) and current.rest is not None:
-                        found.append(Binding(current.rest.value, "match", node))
+                        found.append(self._binding(current.rest.value, "match", current))
                     stack.extend(current.children)
-                for binding in found:
-                    self._record(binding)
-                outs.append(self._block(case.body, _bind(state, found)))
+                outs.append(self._block(case.body, self._bind(state, found)))
             outs.append(state)  # no case matched
             return _merge(outs)
         return state
 
-    def _loop(self, node, state: Optional[State], targets: list[Binding], test) -> Optional[State]:
+    def _loop(self, node, state: State, targets: list[Binding], test) -> State:
         loop = _Loop()
         self._loops.append(loop)
         head = state
-        body_out: Optional[State] = None
         for _ in range(4):  # a few passes reach the fixed point for the shapes that occur
             loop.breaks.clear()
             loop.continues.clear()
-            body_out = self._block(node.body, _bind(head, targets))
+            body_out = self._block(node.body, self._bind(head, targets))
             new_head = _merge([state, body_out, *loop.continues])
-            if new_head is not None and head is not None and _same(new_head, head):
+            if self._tracked is None or new_head == head or (new_head is not None and head is not None and set(new_head) == set(head)):
                 break
             head = new_head
         self._loops.pop()
-        if isinstance(node, cst.While) and head is not None:
-            self._entry[id(node)] = head
+        if isinstance(node, cst.While):
+            self._enter(node, head)
         exit_state = head
         if node.orelse is not None:
             exit_state = self._block(node.orelse.body, exit_state)
         infinite = isinstance(test, cst.Name) and test.value == "True"
         return _merge([None if infinite else exit_state, *loop.breaks])
 
-    def _try(self, node, state: Optional[State]) -> Optional[State]:
+    def _try(self, node, state: State) -> State:
         # Any statement of the body can raise: a handler starts from every state the body
-        # passed through (approximated by the entry and each top-level statement's exit).
-        seen: list[Optional[State]] = [state]
+        # passed through (the entry and each top-level statement's exit).
+        seen: list[State] = [state]
         current = state
-        body = node.body
-        statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-        for statement in statements:
-            if isinstance(statement, cst.BaseSuite):
-                current = self._block(statement, current)
-            else:
-                current = self._statement(statement, current)
+        for statement in node.body.body:
+            current = self._statement(statement, current)
             seen.append(current)
         raised = _merge(seen)
         outs = []
         for handler in node.handlers:
             found = []
             if handler.name is not None and isinstance(handler.name.name, cst.Name):
-                found.append(Binding(handler.name.name.value, "except", handler))
-            for binding in found:
-                self._record(binding)
-            outs.append(self._block(handler.body, _bind(raised, found)))
+                found.append(self._binding(handler.name.name.value, "except", handler))
+            outs.append(self._block(handler.body, self._bind(raised, found)))
         normal = current
         if node.orelse is not None:
             normal = self._block(node.orelse.body, normal)
@@ -368,9 +365,3 @@ class ScopeBindings:
             final = self._block(node.finalbody.body, _merge([after, raised]))
             return final if after is not None else None
         return after
-
-
-def _same(a: State, b: State) -> bool:
-    if a.keys() != b.keys():
-        return False
-    return all(a[k] is b[k] or set(a[k]) == set(b[k]) for k in a)
