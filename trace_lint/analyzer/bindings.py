@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 import libcst as cst
 
+from .syntax_walk import children
+
 if TYPE_CHECKING:
     from .project import FunctionInfo
 
@@ -206,7 +208,7 @@ class ScopeBindings:
                 found.append(self._binding(current.target.value, "walrus", current, current.value))
             if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
                 continue
-            stack.extend(current.children)
+            stack.extend(children(current))
         return self._bind(state, found)
 
     def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
@@ -314,7 +316,7 @@ class ScopeBindings:
                         found.append(self._binding(current.name.value, "match", current))
                     elif isinstance(current, cst.MatchMapping) and current.rest is not None:
                         found.append(self._binding(current.rest.value, "match", current))
-                    stack.extend(current.children)
+                    stack.extend(children(current))
                 outs.append(self._block(case.body, self._bind(state, found)))
             outs.append(state)  # no case matched
             return _merge(outs)
