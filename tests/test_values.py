@@ -173,3 +173,34 @@ def test_the_l1_input_reallocation_idiom_is_neither_trc302_nor_trc301(lint):
         """
     )
     assert codes(lint(source), "TRC302", "TRC301") == []
+
+
+def test_a_name_is_a_device_value_where_only_device_bindings_reach_it(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def step(x):
+            y = ttnn.relu(x)
+            if y > 0:
+                pass
+            z = ttnn.gelu(y)
+            while z > 0:
+                z = 0
+            y = 1
+            return y, z
+
+        def capture(device, x):
+            step(x)
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = step(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            return out
+        """
+    )
+    # Line 5 reads `y` where only `ttnn.relu` reaches (the later `y = 1` does not): a device
+    # read. Line 8 reads `z` where `z = 0` can reach on the loop's next turn: not known to
+    # be a device value, so not reported.
+    assert codes(lint(source), "TRC202") == [(5, "TRC202")]

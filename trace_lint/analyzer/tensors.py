@@ -1,7 +1,7 @@
 """What the analyzer knows about values: which expressions are device tensors.
 
-Flow-insensitive and conservative: a local name is a device tensor only if every binding
-of it in the function is a device value. Unknown stays unknown, and rules stay silent.
+Conservative: a local name read at a point is a device tensor only if every binding of it
+that can reach that point is a device value. Unknown stays unknown, and rules stay silent.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class TensorFacts:
         self.project = project
         self.function = function
         self.module = module
-        self._device_names: Optional[frozenset[str]] = None
+        self._device_bindings: dict[int, bool] = {}
 
     def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
         return self.project.qualified_name(expr, self.module, self.function)
@@ -44,7 +44,7 @@ class TensorFacts:
         if isinstance(expr, cst.Call):
             return self.is_device_call(expr)
         if isinstance(expr, cst.Name):
-            return expr.value in self.device_names()
+            return self._name_is_device(expr)
         if isinstance(expr, cst.BinaryOperation):
             return self.is_device_value(expr.left) or self.is_device_value(expr.right)
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
@@ -53,59 +53,29 @@ class TensorFacts:
             return self.is_device_value(expr.value)
         return False
 
-    def device_names(self) -> frozenset[str]:
-        if self._device_names is not None:
-            return self._device_names
-        self._device_names = frozenset()  # guards recursion through aliases
-        if self.function is None:
-            return self._device_names
-        other: set[str] = set()
-        bindings: list[tuple[str, Optional[cst.BaseExpression]]] = []
-        for param in (*self.function.node.params.params, *self.function.node.params.kwonly_params, *self.function.node.params.posonly_params):
-            if param.annotation is not None and self.qualified(param.annotation.annotation) in tables().ttnn.tensor_types:
-                bindings.append((param.name.value, _ANNOTATED_DEVICE))
-            else:
-                other.add(param.name.value)
-        for node in iter_body_nodes(self.function):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    if isinstance(target.target, cst.Name):
-                        bindings.append((target.target.value, node.value))
-                    else:
-                        for name in _names_in_target(target.target):
-                            bindings.append((name, None))
-            elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name):
-                bindings.append((node.target.value, node.value))
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                for name in _names_in_target(node.target):
-                    bindings.append((name, None))
-            elif isinstance(node, cst.AsName):
-                for name in _names_in_target(node.name):
-                    bindings.append((name, None))
-            elif isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name):
-                bindings.append((node.target.value, node.value))
-        # A name is a device tensor when all its bindings are device values; iterate to a
-        # fixed point so `y = x + 1` after `x = ttnn.add(...)` is known too.
-        by_name: dict[str, list[Optional[cst.BaseExpression]]] = {}
-        for name, value in bindings:
-            by_name.setdefault(name, []).append(value)
-        known: frozenset[str] = frozenset()
-        for _ in range(8):
-            self._device_names = known
-            grown = set()
-            for name, values in by_name.items():
-                if name in other:
-                    continue
-                if all(v is _ANNOTATED_DEVICE or (v is not None and self.is_device_value(v)) for v in values):
-                    grown.add(name)
-            if frozenset(grown) == known:
-                break
-            known = frozenset(grown)
-        self._device_names = known
-        return self._device_names
+    def _name_is_device(self, name: cst.Name) -> bool:
+        """Every binding of the name that can reach this read is a device value."""
+        function = self.function
+        if function is None or not function.bindings.binds(name.value):
+            return False
+        reaching = function.bindings.reaching(name.value, name)
+        return bool(reaching) and all(self._binding_is_device(b) for b in reaching)
+
+    def _binding_is_device(self, binding) -> bool:
+        known = self._device_bindings.get(id(binding))
+        if known is not None:
+            return known
+        self._device_bindings[id(binding)] = False  # a cycle of names proves nothing
+        found = False
+        if binding.kind == "param":
+            annotation = binding.node.annotation if isinstance(binding.node, cst.Param) else None
+            found = annotation is not None and self.qualified(annotation.annotation) in tables().ttnn.tensor_types
+        elif binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+            found = self.is_device_value(binding.value)
+        self._device_bindings[id(binding)] = found
+        return found
 
 
-_ANNOTATED_DEVICE = cst.Name("__device_tensor__")
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
