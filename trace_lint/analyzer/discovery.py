@@ -51,7 +51,7 @@ def _one_regex(patterns: Iterable[str]) -> re.Pattern:
 class _Excluder:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.patterns = tuple(DEFAULT_EXCLUDE) + tuple(settings.exclude)
+        self.patterns = tuple(DEFAULT_EXCLUDE) + tuple(settings.exclude) + tuple(settings.extend_exclude)
         self._name = _one_regex(self.patterns)
         self._relative = _one_regex([*self.patterns, *(p.rstrip("/") + "/*" for p in self.patterns)])
         self._root = os.path.realpath(settings.root) if settings.root is not None else None
