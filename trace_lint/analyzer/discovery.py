@@ -140,7 +140,7 @@ class _GitIgnores:
             try:
                 with open(ignore_file, encoding="utf-8", errors="replace") as stream:
                     lines = stream.read().splitlines()
-                patterns = tuple(pathspec.PathSpec.from_lines("gitwildmatch", lines).patterns)
+                patterns = tuple(pathspec.GitIgnoreSpec.from_lines(lines).patterns)
             except (OSError, ValueError):
                 patterns = ()  # no file, or one pathspec cannot read: nothing from it
             self._patterns[ignore_file] = patterns
