@@ -60,3 +60,16 @@ def test_cli_overrides_replace_and_extend():
     assert changed.per_file_ignores == (("t/*.py", ("TRC101", "TRC2")),)
     with pytest.raises(ConfigError, match="--ignore: unknown rule code or prefix 'TRC6'"):
         with_cli_overrides(base, ignore=["TRC6"])
+
+
+def test_trace_lint_toml_is_found_and_wins_in_its_folder(tmp_path):
+    from trace_lint.config import find_config_file, load_settings
+
+    (tmp_path / "pkg").mkdir()
+    write(tmp_path, 'select = ["TRC1"]\n')
+    assert find_config_file(tmp_path / "pkg") == (tmp_path / "pyproject.toml").resolve()
+    (tmp_path / "trace-lint.toml").write_text('select = ["TRC2"]\n', encoding="utf-8")
+    assert load_settings(tmp_path / "pkg").select == ("TRC2",)
+    (tmp_path / "trace-lint.toml").write_text('selekt = ["TRC2"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown key `selekt`"):
+        load_settings(tmp_path / "pkg")

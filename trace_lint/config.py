@@ -161,7 +161,8 @@ def _parse_table(table: dict, where: str, base: Path) -> dict:
                 raise ConfigError(f"{where}: `cache-dir` must be a non-empty string, got {value!r}")
             values["cache_dir"] = value
         else:
-            raise ConfigError(f"{where}: unknown key `{key}` in [tool.trace-lint]")
+            table_name = " in [tool.trace-lint]" if where.endswith("pyproject.toml") else ""
+            raise ConfigError(f"{where}: unknown key `{key}`{table_name}")
     return values
 
 
@@ -185,11 +186,15 @@ def read_config_file(path: Path) -> Settings:
 
 
 def find_config_file(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml with a [tool.trace-lint] table, searching upwards."""
+    """The nearest trace-lint.toml, or pyproject.toml with a [tool.trace-lint] table,
+    searching upwards (in one folder, trace-lint.toml wins, as ruff.toml does for ruff)."""
     directory = real_path(start)
     if directory.is_file():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
+        own = candidate_dir / "trace-lint.toml"
+        if own.is_file():
+            return own
         candidate = candidate_dir / "pyproject.toml"
         if candidate.is_file():
             try:
