@@ -33,7 +33,7 @@ def test_stdin_with_filename_and_json_fields():
         ("pkg/model.py", 9, "TRC103"),
     ]
     first = items[0]
-    assert set(first) == {"code", "message", "severity", "filename", "location", "end_location", "noqa_row", "url", "fix", "related"}
+    assert set(first) == {"code", "message", "severity", "filename", "location", "end_location", "noqa_row", "url", "fix", "chains", "related"}
     assert first["location"] == {"row": 8, "column": 13} and first["end_location"] == {"row": 8, "column": 29}
     assert first["noqa_row"] == 8 and first["fix"] is None and first["related"] == []
     assert first["url"].endswith("#trc102")

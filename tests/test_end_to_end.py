@@ -69,6 +69,6 @@ def test_call_chain_in_json_related_and_full_output():
     ]
     full = run_cli("check", "examples", cwd=REPO).stdout.decode()
     block = full.split("examples/tinydecoder/layers.py:20:9: TRC203")[1].split("\n\n")[0]
-    assert "captured via (innermost last):" in block
+    assert "captured via chain 1 of 2 (capture site first):" in block and "captured via chain 2 of 2" in block
     assert block.index("generate.py:14:25") < block.index("model.py:14:17") < block.index("layers.py:41:25")
     assert "^^^^" in block and "= help:" in block

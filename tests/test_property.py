@@ -13,7 +13,8 @@ from trace_lint.checker import check
 from trace_lint.config import Settings
 
 RULES_ALL = Settings(select=("ALL",))
-pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+# About 76 s: `-m "not slow"` leaves them out; the default run keeps them.
+pytestmark = [pytest.mark.filterwarnings("ignore::SyntaxWarning"), pytest.mark.slow]
 
 
 def _splice(source: str) -> str:

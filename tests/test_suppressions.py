@@ -81,3 +81,25 @@ def test_unused_disable_and_unknown_codes(tmp_path):
 def test_suppression_of_unselected_rule_is_not_reported(tmp_path):
     source = HEAD + "        y = ttnn.to_torch(x)  # noqa: TRC102\n" + TAIL
     assert _rows(findings_for(source, tmp_path, select=("TRC0", "TRC2"))) == []
+
+
+def test_file_level_noqa_with_codes_silences_only_those_codes(tmp_path):
+    body = "        y = ttnn.to_torch(x)\n        ttnn.synchronize_device(device)\n"
+    both = _rows(findings_for(HEAD + body + TAIL, tmp_path))
+    assert both == [(8, "TRC102"), (9, "TRC103")]
+    # The directive is one line longer than HEAD's, so rows move down by one.
+    only = "# trace-lint: noqa: TRC102\n" + HEAD + body + TAIL
+    assert _rows(findings_for(only, tmp_path)) == [(10, "TRC103")]
+    bracketed = "# trace-lint: noqa[TRC103]\n" + HEAD + body + TAIL
+    assert _rows(findings_for(bracketed, tmp_path)) == [(9, "TRC102")]
+    listed = "# trace-lint: noqa: TRC102, TRC103  # generated file\n" + HEAD + body + TAIL
+    assert _rows(findings_for(listed, tmp_path)) == []
+    prefix = "# trace-lint: noqa: TRC1\n" + HEAD + body + TAIL
+    assert _rows(findings_for(prefix, tmp_path)) == []
+
+
+def test_file_level_noqa_with_codes_that_suppress_nothing_is_trc002(tmp_path):
+    source = "# trace-lint: noqa: TRC101, TRC999\n" + HEAD + "        y = ttnn.relu(x)\n" + TAIL
+    findings = findings_for(source, tmp_path)
+    assert _rows(findings) == [(1, "TRC002")]
+    assert "unknown code `TRC999`" in findings[0].message and "unused suppression of `TRC101`" in findings[0].message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help and errors: no boxes, no `<bool>` placeholders.
+    rich_markup_mode=None,
 )
+
+COLOR_CHOICES = ("auto", "always", "never")
 
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
@@ -45,21 +50,31 @@ def _fail(message: str) -> "typer.Exit":
 
 @app.command()
 def check(
-    paths: List[str] = typer.Argument(None, help="Files or folders to check (default: .); `-` reads stdin."),
-    select: List[str] = typer.Option([], "--select", help="Rule codes or prefixes to enable (replaces the default set); ALL for every rule."),
-    extend_select: List[str] = typer.Option([], "--extend-select", help="Rule codes or prefixes to enable on top of the selection."),
-    ignore: List[str] = typer.Option([], "--ignore", help="Rule codes or prefixes to disable."),
-    output_format: str = typer.Option("full", "--output-format", help="full, concise, json, json-lines, sarif, github or junit."),
-    statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings."),
+    # Described in the docstring: typer would print a `<list[str]>` type beside its help.
+    paths: List[str] = typer.Argument(None, metavar="PATH", hidden=True, show_default=False),
+    select: List[str] = typer.Option([], "--select", metavar="CODES", help="Rule codes or prefixes to enable (replaces the default set); ALL for every rule.", show_default=False),
+    extend_select: List[str] = typer.Option([], "--extend-select", metavar="CODES", help="Rule codes or prefixes to enable on top of the selection.", show_default=False),
+    ignore: List[str] = typer.Option([], "--ignore", metavar="CODES", help="Rule codes or prefixes to disable.", show_default=False),
+    exclude: List[str] = typer.Option([], "--exclude", metavar="GLOB", help="Files and folders to skip (replaces the configured `exclude`).", show_default=False),
+    extend_exclude: List[str] = typer.Option([], "--extend-exclude", metavar="GLOB", help="Files and folders to skip on top of `exclude`.", show_default=False),
+    per_file_ignores: List[str] = typer.Option([], "--per-file-ignores", metavar="GLOB:CODES", help="Rules to ignore in matching files, such as 'tests/*.py:TRC101' (replaces the configured table).", show_default=False),
+    output_format: str = typer.Option("full", "--output-format", metavar="FORMAT", help="full, concise, json, json-lines, sarif, github or junit."),
+    output_file: Optional[Path] = typer.Option(None, "--output-file", "-o", metavar="FILE", help="Write the output to this file instead of stdout.", show_default=False),
+    color: str = typer.Option("auto", "--color", metavar="WHEN", help="Color the text formats: auto (on a terminal), always or never."),
+    statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
-    config: Optional[Path] = typer.Option(None, "--config", help="Use this pyproject.toml or trace-lint.toml."),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="Use this pyproject.toml or trace-lint.toml.", show_default=False),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for large runs (default: the number of CPUs; 1: serial)."),
-    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name to report for source read from stdin."),
+    show_settings: bool = typer.Option(False, "--show-settings", help="Print the settings in force and exit."),
+    show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for large runs (default: the number of CPUs; 1: serial).", show_default=False),
+    stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
 ) -> None:
-    """Check files and folders for code that is unsafe inside captures."""
+    """Check files and folders for code that is unsafe inside captures.
+
+    PATH: files or folders to check (default: .); `-` reads source from stdin."""
     from .checker import check as run_check
     from .output import FORMAT_NAMES, OutputContext, formatters
 
@@ -68,12 +83,18 @@ def check(
     if output_format not in available:
         known = ", ".join(n for n in FORMAT_NAMES if n in available)
         raise _fail(f"--output-format: unknown format {output_format!r} (expected one of: {known})")
+    if statistics and output_format not in STATISTICS_FORMATS:
+        raise _fail(f"--statistics: prints text, json or json-lines; it has no {output_format!r} form (use --output-format full, json or json-lines)")
+    if color not in COLOR_CHOICES:
+        raise _fail(f"--color: expected one of {', '.join(COLOR_CHOICES)}, got {color!r}")
+    if raw_paths.count("-") > 1:
+        raise _fail("`-` (standard input) can be named only once")
     sources: dict[Path, str] = {}
     targets: list[Path] = []
     for raw in raw_paths:
         if raw == "-":
             name = Path(stdin_filename or "stdin.py")
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read() if sys.stdin is not None else b""
             from .analyzer.source import decode
 
             decoded = decode(data)
@@ -84,9 +105,29 @@ def check(
     start = targets[0] if targets else Path.cwd()
     try:
         settings = load_settings(start if start.exists() else Path.cwd(), config)
-        settings = with_cli_overrides(settings, split_codes(select), split_codes(extend_select), split_codes(ignore))
+        settings = with_cli_overrides(
+            settings,
+            split_codes(select),
+            split_codes(extend_select),
+            split_codes(ignore),
+            exclude=exclude,
+            extend_exclude=extend_exclude,
+            per_file_ignores=per_file_ignores,
+        )
     except ConfigError as error:
         raise _fail(str(error))
+    if show_settings:
+        _write_output(_settings_text(settings), output_file)
+        raise typer.Exit(0)
+    if show_files:
+        from .analyzer.discovery import discover, display_path
+
+        found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
+        for message in found.errors:
+            typer.echo(f"trace-lint: {message}", err=True)
+        listed = [display_path(p) for p in found.files] + [str(p) for p in sources]
+        _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
+        raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
         from .cache import ResultCache, cache_folder
         from .parallel import default_jobs
@@ -109,6 +150,8 @@ def check(
         raise _fail(f"internal error: {type(error).__name__}: {error}")
     for message in result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
+    if result.files_checked == 0 and not result.errors:
+        typer.echo("trace-lint: warning: No Python files found under the given path(s)", err=True)
 
     def read_source(filename: str) -> Optional[str]:
         for path, text in sources.items():
@@ -120,16 +163,24 @@ def check(
             return None
 
     if statistics:
-        from .output.text import statistics as render_statistics
+        from .output.text import statistics as render_statistics, statistics_rows
 
-        sys.stdout.write(render_statistics(result.findings))
+        if output_format == "json":
+            rendered = json.dumps(statistics_rows(result.findings), indent=2) + "\n"
+        elif output_format == "json-lines":
+            rendered = "".join(json.dumps(row) + "\n" for row in statistics_rows(result.findings))
+        else:
+            rendered = render_statistics(result.findings)
     else:
-        context = OutputContext(read_source=read_source, files_checked=result.files_checked, color=False)
+        context = OutputContext(
+            read_source=read_source,
+            files_checked=result.files_checked,
+            color=_use_color(color, output_file),
+            errors=len(result.errors),
+            summary=not quiet,
+        )
         rendered = available[output_format](result.findings, context)
-        if quiet and output_format in ("full", "concise"):
-            rendered = "\n".join(rendered.rstrip("\n").split("\n")[:-1]) + ("\n" if result.findings else "")
-        sys.stdout.write(rendered)
-    sys.stdout.flush()
+    _write_output(rendered, output_file)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
     if result.findings and not exit_zero:
@@ -137,12 +188,76 @@ def check(
     raise typer.Exit(0)
 
 
+STATISTICS_FORMATS = ("full", "concise", "json", "json-lines")
+
+
+def _use_color(when: str, output_file: Optional[Path]) -> bool:
+    if when != "auto":
+        return when == "always"
+    if output_file is not None or os.environ.get("NO_COLOR") or sys.stdout is None:
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _settings_text(settings) -> str:
+    """`--show-settings`: every setting in force, by its configuration key."""
+    from dataclasses import fields
+
+    lines = []
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, tuple):
+            value = [str(v) if isinstance(v, Path) else v for v in value]
+        elif isinstance(value, Path):
+            value = str(value)
+        lines.append(f"{item.name.replace('_', '-')} = {value!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_output(text: str, output_file: Optional[Path]) -> None:
+    """Write the report; a file or stream that cannot take it is an error (exit 2), except
+    a reader that went away (`| head`), which ends the output quietly as other tools do."""
+    if output_file is not None:
+        try:
+            output_file.parent.mkdir(parents=True, exist_ok=True)
+            output_file.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise _fail(f"--output-file: cannot write {output_file}: {error.strerror or error}")
+        return
+    if sys.stdout is None:
+        raise _fail("cannot write the output: standard output is closed")
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError) as error:
+        _silence_stdout()
+        reason = getattr(error, "strerror", None) or str(error)
+        raise _fail(f"cannot write the output to standard output: {reason}")
+
+
+def _silence_stdout() -> None:
+    # What is still buffered can never be written; the exit must not try again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 @app.command()
 def rule(
-    code: Optional[str] = typer.Argument(None, help="A rule code, such as TRC101."),
+    code: Optional[str] = typer.Argument(None, metavar="CODE", hidden=True),
     all_rules: bool = typer.Option(False, "--all", help="Print the docs of every rule."),
 ) -> None:
-    """Print a rule's documentation."""
+    """Print a rule's documentation.
+
+    CODE: a rule code, such as TRC101."""
     from .rules import ALL_RULES, rule_for
 
     if all_rules:
@@ -176,12 +291,41 @@ def main() -> None:
     # analysis walks millions of tree objects for memory the exit frees anyway). The
     # language server turns collection back on and pauses it only during each check.
     gc.disable()
+    _exit_now(run(sys.argv[1:]))
+
+
+def run(args: List[str]) -> int:
+    """The command line with `args`; returns the exit status. Usage errors are one line
+    on stderr (exit 2), not click's usage block."""
+    click_exceptions = _click_exceptions()
     try:
-        app()
-        code = 0
+        code = app(args=args, prog_name="trace-lint", standalone_mode=False)
+    except click_exceptions.ClickException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `trace-lint`: the help, exit 2
+            typer.echo(error.format_message(), err=True)
+            return error.exit_code
+        hint = ""
+        context = getattr(error, "ctx", None)
+        if isinstance(error, click_exceptions.UsageError) and context is not None:
+            hint = f" (see `{context.command_path} --help`)"
+        message = " ".join(error.format_message().split())
+        typer.echo(f"trace-lint: error: {message}{hint}", err=True)
+        return error.exit_code
+    except click_exceptions.Abort:
+        typer.echo("trace-lint: aborted", err=True)
+        return 1
     except SystemExit as done:
-        code = done.code
-    _exit_now(code)
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    return code if isinstance(code, int) else 0
+
+
+def _click_exceptions():
+    """click's exception module: typer's vendored copy (typer >= 0.16) or click itself."""
+    try:
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
 
 
 def _exit_now(code) -> None:
@@ -195,7 +339,8 @@ def _exit_now(code) -> None:
         code = 1
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None: the descriptor was closed when the process started
+                stream.flush()
         except (OSError, ValueError):
             pass  # a closed pipe: nothing more can be written anyway
     os._exit(code)

@@ -39,7 +39,7 @@ def render() -> str:
         default = "on" if rule.default_enabled else "opt-in"
         parts.append(f"| [{rule.code}](#{rule.code.lower()}) | `{rule.name}` | {_cell(rule.summary)} | {default} |")
     for rule in ALL_RULES:
-        # An explicit anchor, so the docs links findings carry (`rules/#trc101`) land here.
+        # An explicit anchor, so the links findings carry (`docs/rules.md#trc101`) land here.
         parts += ["", f'<a id="{rule.code.lower()}"></a>', "", _demote(rule.docs()).rstrip("\n")]
     return "\n".join(parts) + "\n"
 

@@ -173,12 +173,12 @@ def _report_share_done(on_shard_done, done: int, total: int) -> None:
 
 
 def merge(parts: Sequence[ShardResult]) -> ParallelResult:
-    merged: dict[tuple[str, int, str], Finding] = {}
+    merged: dict[tuple[str, int, int, str], Finding] = {}
     errors: list[str] = []
     facts: dict[str, tuple] = {}
     for part in parts:
         for finding in part.findings:
-            key = (finding.filename, finding.location.row, finding.code)
+            key = (finding.filename, finding.location.row, finding.location.column, finding.code)
             existing = merged.get(key)
             if existing is None:
                 merged[key] = finding

@@ -177,7 +177,7 @@ class Engine:
         self.rule_classes = list(rules)
         self.resolver = CallResolver(project)
         self.tables = tables()
-        self.findings: dict[tuple[str, int, str], Finding] = {}
+        self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
         self.reach: dict[FunctionInfo, Reach] = {}
         self.roots: list[Root] = []
@@ -225,7 +225,7 @@ class Engine:
             return
         location = Location(code_range.start.line, code_range.start.column + 1)
         end = Location(code_range.end.line, code_range.end.column + 1)
-        key = (module.display_path, location.row, rule.code)
+        key = (module.display_path, location.row, location.column, rule.code)
         chains = list(self._chain_of_current[-1]) if self._chain_of_current and context is not None and not context.lexical else []
         existing = self.findings.get(key)
         if existing is not None:
@@ -246,7 +246,7 @@ class Engine:
     def report_position(self, rule: Rule, module: ModuleInfo, line: int, column: int, message: str) -> None:
         location = Location(line, column)
         self.findings.setdefault(
-            (module.display_path, line, rule.code),
+            (module.display_path, line, column, rule.code),
             Finding(code=rule.code, message=message, filename=module.display_path, location=location, end_location=location, severity=rule.severity),
         )
 

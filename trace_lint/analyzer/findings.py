@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Optional
 
-DOCS_URL = "https://trace-lint.readthedocs.io/en/latest/rules/#{code}"
+# The rule docs live in the repository (docs/rules.md, one `<a id="trc101">` anchor per
+# rule); the project has no documentation site. Links point at that file where it sits
+# beside the package (a clone, an editable install) and are absent otherwise, never at a
+# page that does not exist. `trace-lint rule CODE` prints the same text anywhere.
+RULES_PAGE = Path("docs") / "rules.md"
+
+
+@lru_cache(maxsize=1)
+def rules_page() -> Optional[Path]:
+    """docs/rules.md of the checkout this package runs from, or None (a wheel install)."""
+    candidate = Path(__file__).resolve().parent.parent.parent / RULES_PAGE
+    return candidate if candidate.is_file() else None
+
+
+def rule_url(code: str) -> Optional[str]:
+    page = rules_page()
+    return None if page is None else f"{page.as_uri()}#{code.lower()}"
 
 
 @dataclass(frozen=True, order=True)
@@ -52,8 +70,8 @@ class Finding:
     fix: Optional[Fix] = None
 
     @property
-    def url(self) -> str:
-        return DOCS_URL.format(code=self.code.lower())
+    def url(self) -> Optional[str]:
+        return rule_url(self.code)
 
     def sort_key(self) -> tuple:
         return (self.filename, self.location.row, self.location.column, self.code)
@@ -61,6 +79,9 @@ class Finding:
     def to_json(self) -> dict:
         def loc(location: Location) -> dict:
             return {"row": location.row, "column": location.column}
+
+        def step(related: Related) -> dict:
+            return {"filename": related.filename, "location": loc(related.location), "message": related.message}
 
         return {
             "code": self.code,
@@ -85,8 +106,8 @@ class Finding:
                     for e in self.fix.edits
                 ],
             },
-            "related": [
-                {"filename": r.filename, "location": loc(r.location), "message": r.message}
-                for r in self.related
-            ],
+            # One list per capture site that reaches the finding, from the capture down to
+            # the call that reaches it; none for a finding lexically inside its region.
+            "chains": [[step(s) for s in chain] for chain in self.chains],
+            "related": [step(r) for r in self.related],
         }

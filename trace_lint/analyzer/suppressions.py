@@ -1,5 +1,5 @@
 """Suppression comments: `# noqa`, `# trace-lint: ignore[...]`, `disable[...]`/`enable[...]`,
-and a file-level `# trace-lint: noqa`. Applied to findings after the rules ran."""
+and a file-level `# trace-lint: noqa` (every code) or `# trace-lint: noqa: CODE, ...`. Applied to findings after the rules ran."""
 
 from __future__ import annotations
 
@@ -81,7 +81,11 @@ def parse_suppressions(module: ModuleInfo, text: Optional[str] = None) -> list[S
             codes = _code_list(match.group("codes")) if match.group("codes") is not None else None
             if verb == "noqa":
                 if alone and (first_code_line is None or line < first_code_line):
-                    result.append(Suppression(line, column, "file", None))
+                    # `# trace-lint: noqa: TRC102` (or `noqa[TRC102]`): that code, file-wide.
+                    listed = re.match(r"\s*:\s*(?P<codes>.*)", comment[match.end():])
+                    if listed is not None and codes is None:
+                        codes = _code_list(listed.group("codes")) or None
+                    result.append(Suppression(line, column, "file", codes))
                 continue
             if verb == "ignore":
                 result.append(Suppression(line, column, "ignore", codes))
@@ -256,7 +260,7 @@ def apply_suppressions(
         suppressed = False
         for suppression in suppressions:
             if suppression.kind == "file":
-                hit = "*"
+                hit = suppression.matches(finding.code)
             elif suppression.kind in ("noqa", "ignore"):
                 hit = suppression.matches(finding.code) if suppression.line in lines else None
             elif suppression.kind == "disable":
@@ -272,7 +276,7 @@ def apply_suppressions(
         return kept
     known = set(known_codes)
     for suppression in suppressions:
-        if suppression.kind in ("file", "enable") or suppression.codes is None:
+        if suppression.kind == "enable" or suppression.codes is None:
             continue
         unknown = [c for c in suppression.codes if c.startswith("TRC") and not any(k.startswith(c) for k in known)]
         unused = [

@@ -261,7 +261,7 @@ class TraceLintServer(LanguageServer):
             range=self.lsp_range(lines, start, end),
             severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Error),
             code=finding.code,
-            code_description=types.CodeDescription(href=finding.url),
+            code_description=types.CodeDescription(href=finding.url) if finding.url else None,
             source=SOURCE,
             message=finding.message,
             related_information=related or None,

@@ -14,6 +14,10 @@ class OutputContext:
     read_source: Callable[[str], str | None]
     files_checked: int = 0
     color: bool = False
+    # Errors the run reported besides findings: a run with errors never says "All checks passed!".
+    errors: int = 0
+    # The closing "Found N errors." / "All checks passed!" line of the text formats (--quiet drops it).
+    summary: bool = True
 
 
 Formatter = Callable[[Sequence[Finding], OutputContext], str]

@@ -39,12 +39,15 @@ def annotation(finding: Finding, path: str, root: Optional[Path] = None) -> str:
 
     rule = BY_CODE.get(finding.code)
     lines = [finding.message]
-    if finding.related:
-        steps = [f"{_path(r.filename, root)}:{r.location.row} {r.message}" for r in finding.related]
-        lines.append("captured via: " + " -> ".join(steps))
+    # One line per capture that reaches the finding: two chains are never joined into one path.
+    for number, chain in enumerate(finding.chains, start=1):
+        steps = [f"{_path(r.filename, root)}:{r.location.row} {r.message}" for r in chain]
+        which = f" (chain {number} of {len(finding.chains)})" if len(finding.chains) > 1 else ""
+        lines.append(f"captured via{which}: " + " -> ".join(steps))
     if rule is not None and rule.help:
         lines.append(f"help: {rule.help}")
-    lines.append(finding.url)
+    if finding.url:
+        lines.append(finding.url)
     command = _COMMAND.get(finding.severity, "error")
     rendered = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
     return f"::{command} {rendered}::{escape_data(chr(10).join(lines))}"

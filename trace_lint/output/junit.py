@@ -21,15 +21,17 @@ def _clean(text: str) -> str:
 
 def _details(finding: Finding) -> str:
     lines = [f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"]
-    for chain in finding.chains:
-        lines.append("captured via (innermost last):")
+    for number, chain in enumerate(finding.chains, start=1):
+        which = f" {number} of {len(finding.chains)}" if len(finding.chains) > 1 else ""
+        lines.append(f"captured via chain{which} (capture site first):")
         lines += [f"  {s.filename}:{s.location.row}:{s.location.column}: {s.message}" for s in chain]
     from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
 
     rule = BY_CODE.get(finding.code)
     if rule is not None and rule.help:
         lines.append(f"help: {rule.help}")
-    lines.append(finding.url)
+    if finding.url:
+        lines.append(finding.url)
     return "\n".join(lines)
 
 

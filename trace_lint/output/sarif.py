@@ -1,8 +1,10 @@
 """`sarif`: SARIF 2.1.0, in the shape GitHub code scanning accepts.
 
 Locations are relative to the repository root (`%SRCROOT%`); regions are 1-based with an
-exclusive `endColumn`, columns counted in code points (`columnKind`). The call chain of a
-finding becomes `relatedLocations`, linked from the message.
+exclusive `endColumn`, columns counted in code points (`columnKind`). Each call chain of a
+finding (one per capture that reaches it) becomes a `codeFlow` with one `threadFlow` from
+the capture site down to the finding; its steps are also `relatedLocations`, linked from
+the message chain by chain.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ from typing import Optional, Sequence
 from urllib.parse import quote
 
 from .. import __version__
-from ..analyzer.findings import DOCS_URL, Finding, Location
+from ..analyzer.findings import Finding, Location, Related, rule_url, rules_page
 from . import OutputContext
 from ._paths import relative_to_root, repository_root
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = DOCS_URL.split("/rules/")[0] + "/"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "traceLintFinding/v1"
 
@@ -37,16 +38,19 @@ def _rule_descriptor(rule) -> dict:
     what = rule.explanation("What it does") or rule.summary
     why = rule.explanation("Why is this bad")
     plain = what + (f"\n\nWhy is this bad? {why}" if why else "") + (f"\n\n{rule.help}" if rule.help else "")
-    return {
+    descriptor = {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": what},
         "help": {"text": plain, "markdown": rule.docs()},
-        "helpUri": DOCS_URL.format(code=rule.code.lower()),
         "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "error"), "enabled": bool(rule.default_enabled)},
         "properties": {"tags": ["trace-safety", f"TRC{rule.code[3]}xx"]},
     }
+    url = rule_url(rule.code)
+    if url is not None:
+        descriptor["helpUri"] = url
+    return descriptor
 
 
 def _artifact(filename: str, root: Path) -> dict:
@@ -73,6 +77,25 @@ def _fingerprint(finding: Finding, line_text: Optional[str], occurrence: int, ur
     return f"{digest[:32]}:{occurrence}"
 
 
+def _code_flow(chain: list[Related], finding: Finding, artifact: dict, root: Path) -> dict:
+    """One capture's path: its steps, then the finding itself as the last location."""
+
+    def flow_location(artifact_location: dict, start: Location, end: Optional[Location], text: str) -> dict:
+        return {
+            "location": {
+                "physicalLocation": {"artifactLocation": artifact_location, "region": _region(start, end)},
+                "message": {"text": _text(text)},
+            }
+        }
+
+    locations = [flow_location(_artifact(step.filename, root), step.location, None, step.message) for step in chain]
+    locations.append(flow_location(artifact, finding.location, finding.end_location, f"{finding.code}: {finding.message}"))
+    return {
+        "message": {"text": f"captured at {chain[0].filename}:{chain[0].location.row}"},
+        "threadFlows": [{"locations": locations}],
+    }
+
+
 def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optional[Path] = None) -> dict:
     from ..rules import ALL_RULES  # lazy: libcst loads only when SARIF is asked for
 
@@ -92,23 +115,27 @@ def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optiona
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
 
-        related = []
-        links = []
-        for step_id, step in enumerate(finding.related, start=1):
-            related.append(
-                {
-                    "id": step_id,
-                    "physicalLocation": {
-                        "artifactLocation": _artifact(step.filename, root),
-                        "region": _region(step.location, None),
-                    },
-                    "message": {"text": _text(step.message)},
-                }
-            )
-            links.append(f"[{_text(step.message)}]({step_id})")
+        related: list[dict] = []
+        ids: dict[Related, int] = {}
+        for chain in finding.chains or [finding.related]:
+            for step in chain:
+                if step not in ids:
+                    ids[step] = len(ids) + 1
+                    related.append(
+                        {
+                            "id": ids[step],
+                            "physicalLocation": {
+                                "artifactLocation": _artifact(step.filename, root),
+                                "region": _region(step.location, None),
+                            },
+                            "message": {"text": _text(step.message)},
+                        }
+                    )
         message = _text(finding.message)
-        if links:
-            message += " (captured via " + " → ".join(links) + ")"
+        paths = [" → ".join(f"[{_text(step.message)}]({ids[step]})" for step in chain) for chain in finding.chains if chain]
+        if paths:
+            message += " (captured via " + "; and via ".join(paths) + ")"
+        code_flows = [_code_flow(chain, finding, artifact, root) for chain in finding.chains if chain]
 
         result = {
             "ruleId": finding.code,
@@ -128,6 +155,8 @@ def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optiona
             result["ruleIndex"] = index[finding.code]
         if related:
             result["relatedLocations"] = related
+        if code_flows:
+            result["codeFlows"] = code_flows
         results.append(result)
 
     return {
@@ -140,8 +169,8 @@ def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optiona
                         "name": "trace-lint",
                         "version": __version__,
                         "semanticVersion": __version__,
-                        "informationUri": INFORMATION_URI,
                         "rules": [_rule_descriptor(rule) for rule in ALL_RULES],
+                        **({"informationUri": rules_page().as_uri()} if rules_page() is not None else {}),
                     }
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},

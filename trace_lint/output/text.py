@@ -18,8 +18,10 @@ def concise(findings: Sequence[Finding], context: OutputContext) -> str:
         f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)} {f.message}"
         for f in findings
     ]
-    lines.append(_summary(findings))
-    return "\n".join(lines) + "\n"
+    summary = _summary(findings, context)
+    if summary:
+        lines.append(summary)
+    return "".join(line + "\n" for line in lines)
 
 
 def _frame(finding: Finding, source: str | None) -> list[str]:
@@ -49,10 +51,13 @@ def _frame(finding: Finding, source: str | None) -> list[str]:
 def full(findings: Sequence[Finding], context: OutputContext) -> str:
     blocks = []
     for finding in findings:
-        block = [f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"]
+        code = _style(finding.code, "1;31", context.color)
+        block = [f"{_style(finding.filename, '1', context.color)}:{finding.location.row}:{finding.location.column}: {code} {finding.message}"]
         block += _frame(finding, context.read_source(finding.filename))
-        for chain in finding.chains:
-            block.append("  = captured via (innermost last):")
+        # Each capture that reaches the finding is its own chain, never merged with another.
+        for number, chain in enumerate(finding.chains, start=1):
+            which = f" {number} of {len(finding.chains)}" if len(finding.chains) > 1 else ""
+            block.append(f"  = captured via chain{which} (capture site first):")
             for step in chain:
                 block.append(f"      {step.filename}:{step.location.row}:{step.location.column}: {step.message}")
         from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
@@ -61,22 +66,32 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
         if rule is not None and rule.help:
             block.append(f"  = help: {rule.help}")
         blocks.append("\n".join(block))
-    blocks.append(_summary(findings))
-    return "\n\n".join(blocks) + "\n"
+    summary = _summary(findings, context)
+    if summary:
+        blocks.append(summary)
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
-def _summary(findings: Sequence[Finding]) -> str:
+def _summary(findings: Sequence[Finding], context: OutputContext) -> str:
+    if not context.summary:
+        return ""
     if not findings:
-        return "All checks passed!"
+        return "" if context.errors else "All checks passed!"
     return f"Found {len(findings)} error{'s' if len(findings) != 1 else ''}."
 
 
-def statistics(findings: Sequence[Finding]) -> str:
-    counts = Counter(f.code for f in findings)
-    lines = []
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+def statistics_rows(findings: Sequence[Finding]) -> list[dict]:
+    """Findings per rule, most frequent first (ruff's `--statistics` fields)."""
+    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
 
+    counts = Counter(f.code for f in findings)
+    fixable = {f.code for f in findings if f.fix is not None}
+    rows = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         rule = BY_CODE.get(code)
-        lines.append(f"{count:>5}\t{code}\t{rule.name if rule else ''}")
-    return "\n".join(lines) + ("\n" if lines else "")
+        rows.append({"code": code, "name": rule.name if rule else None, "count": count, "fixable": code in fixable})
+    return rows
+
+
+def statistics(findings: Sequence[Finding]) -> str:
+    return "".join(f"{row['count']:>5}\t{row['code']}\t{row['name'] or ''}\n" for row in statistics_rows(findings))

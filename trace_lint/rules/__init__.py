@@ -22,11 +22,11 @@ def _matches(code: str, selector: str, exact_for_opt_in: bool) -> bool:
     return code.startswith(selector)
 
 
-def selected_codes(select: Iterable[str], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
-    """ruff's semantics: `select` replaces the default set, `extend-select` adds, `ignore`
-    removes. Opt-in rules are enabled only by their full code or `ALL`."""
-    select = list(select)
-    if select:
+def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """ruff's semantics: `select` replaces the default set (None: not given; empty: no
+    rules), `extend-select` adds, `ignore` removes. Opt-in rules are enabled only by their
+    full code or `ALL`."""
+    if select is not None:
         codes = {c for c in BY_CODE if any(_matches(c, s, True) for s in select)}
     else:
         codes = {c for c, rule in BY_CODE.items() if rule.default_enabled}

@@ -1,0 +1,75 @@
+"""Configuration: every key checked, codes checked against the rule catalogue, `src`
+resolved against the configuration file, `select = []` meaning no rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from trace_lint.config import RULE_CODES, ConfigError, Settings, glob_problem, read_config_file, with_cli_overrides
+from trace_lint.rules import BY_CODE, selected_codes
+
+
+def test_rule_codes_match_the_rule_catalogue():
+    # config.py keeps its own list so that a run with nothing to analyse never imports the rules.
+    assert set(RULE_CODES) == set(BY_CODE)
+
+
+def write(tmp_path, body: str):
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.trace-lint]\n" + body, encoding="utf-8")
+    return path
+
+
+def test_every_new_key_is_read(tmp_path):
+    (tmp_path / "lib").mkdir()
+    settings = read_config_file(write(tmp_path, 'src = ["lib", "../elsewhere"]\nextend-exclude = ["gen/**/*.py"]\ncapture-contexts = ["mylib.traced", "traced"]\n'))
+    assert settings.src == ((tmp_path / "lib").resolve(), (tmp_path.parent / "elsewhere").resolve())
+    assert settings.extend_exclude == ("gen/**/*.py",)
+    assert settings.capture_contexts == ("mylib.traced", "traced")
+    # Keys that can change a finding are part of the result cache's key.
+    assert "mylib.traced" in settings.cache_key() and str(tmp_path / "lib") in settings.cache_key()
+
+
+def test_select_absent_empty_and_given(tmp_path):
+    assert read_config_file(write(tmp_path, "")).select is None
+    empty = read_config_file(write(tmp_path, "select = []\n"))
+    assert empty.select == ()
+    assert selected_codes(empty.select, (), ()) == set()
+    assert selected_codes(None, (), ()) == {code for code, rule in BY_CODE.items() if rule.default_enabled}
+    assert selected_codes((), ("TRC1",), ()) == {"TRC101", "TRC102", "TRC103"}
+
+
+@pytest.mark.parametrize(
+    "glob, problem",
+    [("", "empty"), ("gen[abc", "unclosed"), ("a**b/x", "whole path component"), ("src/**x", "whole path component")],
+)
+def test_bad_globs(glob, problem):
+    assert problem in glob_problem(glob)
+
+
+@pytest.mark.parametrize("glob", ["gen_*.py", "src/**/gen/*.py", "**", "[!a]*.py", "[]]x", "tests/"])
+def test_good_globs(glob):
+    assert glob_problem(glob) is None
+
+
+def test_cli_overrides_replace_and_extend():
+    base = Settings(select=("TRC1",), extend_select=("TRC204",), exclude=("a",), extend_exclude=("b",), per_file_ignores=(("x", ("TRC1",)),))
+    changed = with_cli_overrides(base, ["TRC2"], ["TRC301"], ["TRC201"], exclude=["c"], extend_exclude=["d"], per_file_ignores=["t/*.py:TRC101,TRC2"])
+    assert changed.select == ("TRC2",) and changed.extend_select == ("TRC301",)
+    assert changed.ignore == ("TRC201",) and changed.exclude == ("c",) and changed.extend_exclude == ("b", "d")
+    assert changed.per_file_ignores == (("t/*.py", ("TRC101", "TRC2")),)
+    with pytest.raises(ConfigError, match="--ignore: unknown rule code or prefix 'TRC6'"):
+        with_cli_overrides(base, ignore=["TRC6"])
+
+
+def test_trace_lint_toml_is_found_and_wins_in_its_folder(tmp_path):
+    from trace_lint.config import find_config_file, load_settings
+
+    (tmp_path / "pkg").mkdir()
+    write(tmp_path, 'select = ["TRC1"]\n')
+    assert find_config_file(tmp_path / "pkg") == (tmp_path / "pyproject.toml").resolve()
+    (tmp_path / "trace-lint.toml").write_text('select = ["TRC2"]\n', encoding="utf-8")
+    assert load_settings(tmp_path / "pkg").select == ("TRC2",)
+    (tmp_path / "trace-lint.toml").write_text('selekt = ["TRC2"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown key `selekt`"):
+        load_settings(tmp_path / "pkg")
