@@ -58,18 +58,20 @@ _DELIMITERS = frozenset({",", ";", "=", ":=", "->"} | {op + "=" for op in ("+", 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 _STRING = r"""(?:[rRbBuUfF]{1,2})?(?:'''(?:[^'\\]|\\.|'(?!''))*(?:'''|\Z)|\"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|\Z)|'(?:[^'\\\r\n]|\\(?:\r\n|.))*'?|"(?:[^"\\\r\n]|\\(?:\r\n|.))*"?)"""
+# Whitespace before a token is part of its match (half the matches); `ws` only at the end.
 _TOKEN = re.compile(
-    r"(?P<ws>[ \t\f]+)"
-    r"|(?P<comment>\#[^\r\n]*)"
+    r"[ \t\f]*(?:(?P<comment>\#[^\r\n]*)"
     r"|(?P<cont>\\(?:\r\n|\r|\n))"
     r"|(?P<nl>\r\n|\r|\n)"
     rf"|(?P<string>{_STRING})"
     r"|(?P<number>(?:\d|\.\d)(?:[\w.]|(?<=[eE])[-+])*)"
     r"|(?P<name>[^\W\d]\w*)"
     r"|(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|!=|\.\.\.|[-+*/%@&|^<>=]=?|[~.,:;()\[\]{}])"
-    r"|(?P<other>.)",
+    r"|(?P<other>.)"
+    r"|(?P<ws>(?<=[ \t\f])\Z))",
     re.DOTALL,
 )
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _FSTRING_PREFIX = re.compile(r"[rRbBuU]?[fF]|[fF][rR]")
 
 
@@ -154,15 +156,15 @@ def scan(text: str) -> tuple[Optional[Refusal], list[tuple[int, int, str]], bool
 
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
-        start = match.start()
-        value = match.group()
+        start = match.start(kind)
+        value = match.group(kind)
         if kind == "ws":
             continue
         if kind == "comment":
             continue
         if kind == "cont":
-            rest = text[match.end():]
-            following = rest.split("\n", 1)[0].split("\r", 1)[0]
+            following_end = _LINE_END.search(text, match.end())
+            following = text[match.end() : following_end.start() if following_end else len(text)]
             if not following.strip() or following.lstrip().startswith("#"):
                 edits.append((start, start + 1, "space"))
             line += 1
@@ -341,7 +343,8 @@ def _blanked(segment: str) -> str:
     out = []
     for match in _TOKEN.finditer(segment):
         kind = match.lastgroup
-        value = match.group()
+        value = match.group(kind)
+        out.append(" " * (match.start(kind) - match.start()))
         if kind in ("nl", "cont", "comment"):
             out.append(value)
         elif kind == "string" and ("\n" in value or "\r" in value):
