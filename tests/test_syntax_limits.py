@@ -207,3 +207,49 @@ def test_project_parse_error_message_for_deep_nesting_in_the_api():
     Project([module])
     module.load()
     assert module.parse_error == ("too deeply nested: 300 levels of brackets; Python's parser stops at 200", 1, 205)
+
+
+def _check_with_prefilter(monkeypatch, paths, settings, mode: str):
+    monkeypatch.setenv("TRACE_LINT_PREFILTER", mode)
+    result = check(paths, settings)
+    return [(Path(f.filename).name, f.location.row, f.location.column, f.code, f.message) for f in result.findings], result.errors
+
+
+def test_prefilter_off_gives_the_same_findings_on_the_fixtures(monkeypatch):
+    from trace_lint.config import load_settings
+
+    from .cli_helpers import FIXTURES
+
+    compared = 0
+    for config in sorted(FIXTURES.glob("*/pyproject.toml")):
+        settings = load_settings(config.parent)
+        on = _check_with_prefilter(monkeypatch, [config.parent], settings, "on")
+        off = _check_with_prefilter(monkeypatch, [config.parent], settings, "off")
+        assert on == off, config.parent.name
+        compared += len(on[0])
+    assert compared > 20
+
+
+def test_broken_files_are_reported_where_the_run_needs_them_whatever_the_prefilter(tmp_path, monkeypatch):
+    """TRC001 covers files that can hold captured code (and named or reached ones); a broken
+    file that cannot is left alone with the prefilter on and off alike."""
+    capture_line = "import ttnn\nttnn.begin_trace_capture(d)\n"
+    (tmp_path / "good.py").write_text(CAPTURE)
+    (tmp_path / "nul_plain.py").write_bytes(b"x = 1\x00\n")
+    (tmp_path / "latin_plain.py").write_bytes(b"# caf\xe9\nx = 1\n")
+    (tmp_path / "syntax_plain.py").write_text("def f(:\n")
+    (tmp_path / "deep_plain.py").write_text("x = " + "(" * 1400 + ")" * 1400 + "\n")
+    (tmp_path / "nul_capture.py").write_bytes(capture_line.encode() + b"x = 1\x00\n")
+    (tmp_path / "syntax_capture.py").write_text(capture_line + "def f(:\n")
+    (tmp_path / "deep_capture.py").write_text(capture_line + "x = " + "(" * 1400 + ")" * 1400 + "\n")
+    settings = Settings(root=tmp_path)
+    on = _check_with_prefilter(monkeypatch, [tmp_path], settings, "on")
+    off = _check_with_prefilter(monkeypatch, [tmp_path], settings, "off")
+    assert on == off
+    unparsable = {name for name, _, _, code, _ in on[0] if code == "TRC001"}
+    assert unparsable == {"nul_capture.py", "syntax_capture.py", "deep_capture.py"}
+    assert ("good.py", 7, 13, "TRC102") in {item[:4] for item in on[0]}
+    # Named on the command line, a broken file is needed: reported either way.
+    for mode in ("on", "off"):
+        named = _check_with_prefilter(monkeypatch, [tmp_path / "nul_plain.py"], settings, mode)
+        assert [(name, code) for name, _, _, code, _ in named[0]] == [("nul_plain.py", "TRC001")]

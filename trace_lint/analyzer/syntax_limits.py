@@ -192,7 +192,7 @@ def scan(text: str) -> tuple[Optional[Refusal], list[tuple[int, int, str]], bool
             if indentation and "\t" in indentation:
                 edits.append((line_start, start, "indent"))
             width = _indent_width(indentation)
-            if width > indents[-1] and kind != "comment":
+            if width > indents[-1]:
                 indents.append(width)
                 if len(indents) - 1 > MAX_INDENT_LEVELS:
                     return (
