@@ -253,3 +253,26 @@ def test_broken_files_are_reported_where_the_run_needs_them_whatever_the_prefilt
     for mode in ("on", "off"):
         named = _check_with_prefilter(monkeypatch, [tmp_path / "nul_plain.py"], settings, mode)
         assert [(name, code) for name, _, _, code, _ in named[0]] == [("nul_plain.py", "TRC001")]
+
+
+def test_recursion_room_is_counted_across_nested_and_overlapping_users():
+    import sys
+    import threading
+
+    before = sys.getrecursionlimit()
+    entered, release = threading.Event(), threading.Event()
+
+    def other_analysis():
+        with syntax_limits.recursion_room():
+            entered.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_analysis)
+    with syntax_limits.recursion_room():
+        thread.start()
+        entered.wait(10)
+    # This analysis ended while the other still runs: its room stays.
+    assert sys.getrecursionlimit() >= syntax_limits.ANALYSIS_RECURSION
+    release.set()
+    thread.join(10)
+    assert sys.getrecursionlimit() == before

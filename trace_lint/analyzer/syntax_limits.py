@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -446,14 +447,26 @@ _TOO_COMPLEX = "too complex for Python's parser: nested too deeply (its stack ho
 ANALYSIS_RECURSION = 6000
 
 
+_room_lock = threading.Lock()
+_room_users = 0
+_room_restore = 0
+
+
 @contextmanager
 def recursion_room() -> Iterator[None]:
-    """Raise the recursion limit to `ANALYSIS_RECURSION` while analysing (never lower it)."""
-    limit = sys.getrecursionlimit()
-    if limit < ANALYSIS_RECURSION:
-        sys.setrecursionlimit(ANALYSIS_RECURSION)
+    """Raise the recursion limit to `ANALYSIS_RECURSION` while analysing (never lower it).
+    Counted, so that one thread's analysis ending does not lower it under another's."""
+    global _room_users, _room_restore
+    with _room_lock:
+        if _room_users == 0:
+            _room_restore = sys.getrecursionlimit()
+            if _room_restore < ANALYSIS_RECURSION:
+                sys.setrecursionlimit(ANALYSIS_RECURSION)
+        _room_users += 1
     try:
         yield
     finally:
-        if limit < ANALYSIS_RECURSION:
-            sys.setrecursionlimit(limit)
+        with _room_lock:
+            _room_users -= 1
+            if _room_users == 0 and _room_restore < ANALYSIS_RECURSION:
+                sys.setrecursionlimit(_room_restore)
