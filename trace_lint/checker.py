@@ -112,12 +112,16 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
     """Indexes of the entries the prefilter admits (files that can hold captured code's
     start), reading their bytes into `raw`; None when a file cannot be read (the analysis
     reports it). Needs neither libcst nor the rules."""
-    from .analyzer.prefilter import prefilter_for
+    from .analyzer.prefilter import enabled, prefilter_for
     from .analyzer.source import PACKAGE_FILES, ReadError, read_bytes
     from .api_tables import tables
 
     prefilter = prefilter_for(settings, tables())
     admitted = []
+    if not enabled():
+        # Every file is searched (the engine leaves out those that do not parse and that
+        # the prefilter would not admit: see `prefilter.enabled`).
+        return list(range(len(entries)))
     for index, (path, name, _display, text, _explicit) in enumerate(entries):
         data = raw.get(index)
         if data is None:

@@ -20,6 +20,9 @@ from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_reg
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region, find_regions
+from . import syntax_limits
+from .source import decode
+from .syntax_limits import recursion_room
 from .syntax_walk import children
 from .tensors import TensorFacts, TorchFacts
 
@@ -253,11 +256,29 @@ class Engine:
     # -- the run ---------------------------------------------------------------------------
     def candidate_modules(self) -> list[ModuleInfo]:
         """Modules that can hold captured code or lifecycle calls; the rest parse only on demand."""
+        from .prefilter import candidate_modules, enabled
+
         if self.roots_in is not None:
             return self.roots_in
-        from .prefilter import candidate_modules
-
+        if not enabled():
+            return list(self.project.modules)
         return candidate_modules(self.project, self.prefilter, self.always_parse)
+
+    def _searched(self, module: ModuleInfo) -> bool:
+        """With the prefilter off, a file it would not admit is searched only if it
+        parses: its parse error is not one the run needs (see `prefilter.enabled`)."""
+        from .prefilter import enabled
+
+        if enabled() or id(module) in self.always_parse or module._loaded:
+            return True
+        data = self.project.raw_bytes(module)
+        if self.prefilter.admits(data, module.name, module.is_package):
+            return True
+        source = decode(data)
+        if source.error is not None:
+            return False
+        outline = syntax_limits.read(source.text)
+        return outline.error is None and outline.tree is not None
 
     @property
     def prefilter(self):
@@ -272,11 +293,18 @@ class Engine:
         top-level defs and classes stay unparsed."""
         found = self._candidate_functions.get(id(module))
         if found is None:
-            found = self._candidate_functions[id(module)] = list(module.iter_functions(self.prefilter.chunk_test(module)))
+            from .prefilter import enabled
+
+            test = self.prefilter.chunk_test(module) if enabled() else None
+            found = self._candidate_functions[id(module)] = list(module.iter_functions(test))
         return found
 
     def run(self) -> list[Finding]:
-        candidates = self.candidate_modules()
+        with recursion_room():
+            return self._run()
+
+    def _run(self) -> list[Finding]:
+        candidates = [module for module in self.candidate_modules() if self._searched(module)]
         for module in candidates:
             module.load()
             if not module.ok:
@@ -303,9 +331,11 @@ class Engine:
     def _guarded(self, module: Optional[ModuleInfo], action) -> None:
         try:
             action()
-        except RecursionError:
+        except (RecursionError, KeyError) as error:
+            # Past what `syntax_limits` lets through; one unit is lost, not the run.
             where = module.display_path if module else "project"
-            self.internal_errors.append(f"{where}: code nested too deeply to analyse; skipped")
+            what = "code nested too deeply" if isinstance(error, RecursionError) else f"no position for a node ({error})"
+            self.internal_errors.append(f"{where}: {what}: analysis skipped")
 
     # -- roots and reachability ---------------------------------------------------------------
     def _collect_roots(self, candidates: Iterable[ModuleInfo]) -> None:

@@ -18,9 +18,21 @@ whitespace and line breaks, but not a comment between `.` and the attribute.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
+
+def enabled() -> bool:
+    """Whether the prefilter narrows the run. `TRACE_LINT_PREFILTER=off` (for tests and
+    debugging) searches every file and every definition for captured code instead; the
+    findings must be the same (tests/test_fuzz_input.py checks it). Either way TRC001 covers
+    the files the run needs: those `Prefilter.admits`, those named on the command line and
+    those captured code reaches. A file that cannot be parsed holds no capture to find, so
+    searching it is pointless, and reporting every broken file of a tree would mean parsing
+    every file of it."""
+    return os.environ.get("TRACE_LINT_PREFILTER", "on").lower() != "off"
+
 
 # Mirrors project.MODULE_STAND_INS: names that resolve to themselves even as locals.
 STAND_INS = ("ttnn", "torch")
@@ -64,7 +76,7 @@ class Prefilter:
         self._all_parts = frozenset(p for _, _, parts in self._parts for p in parts)
 
     def admits(self, data: bytes, module_name: str, is_package: bool) -> bool:
-        name = module_name.encode()
+        name = module_name.encode("utf-8", "surrogateescape")  # a file name need not be UTF-8
         seen: dict[bytes, bool] = {}
         absent: list[bytes] = []
 

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 import libcst as cst
 
+from . import syntax_limits
 from .bindings import ScopeBindings
 from .source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from .syntax_walk import Span, children, parse_module, positions
@@ -227,11 +228,12 @@ class ModuleInfo:
             self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
             return
         ModuleInfo.parsed_count += 1
-        text = self.source.text
-        try:
-            outline = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-            outline = None
+        # Measured before any parser that can crash sees it; `text` keeps every position.
+        checked = syntax_limits.read(self.source.text)
+        if checked.error is not None:
+            self.parse_error = checked.error
+            return
+        text, outline = checked.text, checked.tree
         if outline is not None:
             self.outline = outline
             self._split(outline, text)
@@ -241,7 +243,7 @@ class ModuleInfo:
         # newer syntax that libcst knows).
         chunk = _Chunk(1, text, is_rest=True)
         try:
-            chunk.tree = cst.parse_module(text)
+            chunk.tree = parse_module(text, validate=True)
         except cst.ParserSyntaxError as error:
             self.parse_error = _syntax_error_position(text, error)
             return

@@ -51,17 +51,30 @@ def _code_list(text: str) -> list[str]:
     return codes
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as Python counts them: `str.splitlines` also splits at form feeds and other
+    separators, which do not end a line in source code."""
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _comments(text: str) -> list[tuple[int, int, str, bool]]:
     """(line, column, comment, alone on its line) for every comment token."""
     out = []
-    lines = text.splitlines()
+    lines = _lines(text)
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # newline=None: lines end at \r\n, \r or \n, as Python reads source.
+        for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
             if token.type == tokenize.COMMENT:
                 line, column = token.start
                 alone = line - 1 >= len(lines) or lines[line - 1][:column].strip() == ""
                 out.append((line, column + 1, token.string, alone))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError, IndentationError, RecursionError, MemoryError):
         pass
     return out
 
@@ -72,7 +85,7 @@ def parse_suppressions(module: ModuleInfo, text: Optional[str] = None) -> list[S
     if "noqa" not in text.lower() and "trace-lint" not in text:
         return []
     first_code_line = _first_code_line(module)
-    lines = text.splitlines()
+    lines = _lines(text)
     result: list[Suppression] = []
     open_disables: list[Suppression] = []
     for line, column, comment, alone in _comments(text):
@@ -191,7 +204,7 @@ _HEADED = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, as
 def _outline_statement_lines(tree: ast.Module, text: str, mapping: dict[int, int]) -> None:
     """`statement_first_lines` from the `ast` outline: each line after the first of a simple
     statement (on its own line) or of a compound statement's header maps to the first."""
-    lines = text.splitlines()
+    lines = _lines(text)
 
     def on_header_line(statement: ast.stmt) -> bool:
         # `if x: y` puts the body on the header's line (a suite, not a block).

@@ -28,16 +28,56 @@ def _skip_validation(node: cst.CSTNode) -> None:
     return None
 
 
-def parse_module(text: str) -> cst.Module:
-    """`libcst.parse_module` with node validation switched off while it runs. Only for text
-    that CPython's own parser accepted: then libcst's validation has nothing to reject."""
-    if _VALIDATE is None:
-        return cst.parse_module(text)
-    cst.CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(text)
-    finally:
-        cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+def parse_module(text: str, validate: bool = False) -> cst.Module:
+    """`libcst.parse_module` with node validation switched off while it runs (unless
+    `validate`: for text CPython's own parser did not accept, where libcst decides alone).
+    The text must be within `syntax_limits` (libcst's native parser can overflow the C stack).
+
+    libcst's tokenizer misreads a form feed in indentation that CPython reads as a reset of
+    the column: such a prefix is moved to the end of the line before, and `positions` moves
+    the columns of that line back."""
+    shifts: dict[int, int] = {}
+    if "\f" in text:
+        text, shifts = _move_form_feeds(text)
+    if _VALIDATE is None or validate:
+        tree = cst.parse_module(text)
+    else:
+        cst.CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]
+        try:
+            tree = cst.parse_module(text)
+        finally:
+            cst.CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
+    if shifts:
+        _column_shifts[id(tree)] = (tree, shifts)
+    return tree
+
+
+# id(tree) -> (tree, {1-based line in the tree's text: columns moved}); the tree is held so
+# that its id is not reused.
+_column_shifts: dict[int, tuple[cst.Module, dict[int, int]]] = {}
+_INDENTED_FORM_FEED = re.compile(r"(\r\n|\r|\n)([ \t\f]*\f)(?=[ \t]*[^ \t\f\r\n#])")
+
+
+def _move_form_feeds(text: str) -> tuple[str, dict[int, int]]:
+    """Indentation `<ws>\\f<rest>` -> `<rest>`, `<ws>\\f` going to the end of the line
+    before (where it is trailing whitespace). CPython ignores what comes before a form feed
+    in indentation, so the blocks stay the same. Returns the text and the moved lines."""
+    shifts: dict[int, int] = {}
+
+    def moved(match: re.Match) -> str:
+        if text[match.start() - 1 : match.start()] == "\\":
+            return match.group()  # a continuation line: its indentation means nothing
+        prefix = match.group(2)
+        line = text.count("\n", 0, match.start()) + 2 if "\r" not in text else _line_at(text, match.end(1))
+        shifts[line] = len(prefix)
+        return prefix.replace("\f", " ").replace("\t", " ") + match.group(1)
+
+    return _INDENTED_FORM_FEED.sub(moved, text), shifts
+
+
+def _line_at(text: str, offset: int) -> int:
+    return len(re.findall(r"\r\n|\r|\n", text[:offset])) + 1
+
 
 # Whitespace, comments and punctuation: never analysed, so never walked.
 TRIVIA = (
@@ -252,5 +292,23 @@ def positions(module: cst.Module, first_line: int = 1) -> dict[int, Span]:
     """Every node's syntactic range (1-based lines, 0-based columns), as PositionProvider
     gives it, by id(node); `first_line`: where the module's text starts in its file."""
     state = _PositionState(module, first_line)
-    module._codegen(state)
+    # One Python frame or two per level of the tree: `syntax_limits` bounds the levels,
+    # this gives them room whatever the caller's own depth.
+    from .syntax_limits import recursion_room
+
+    with recursion_room():
+        module._codegen(state)
+    moved = _column_shifts.get(id(module))
+    if moved is not None and moved[0] is module:
+        offset = first_line - 1
+        shifts = {line + offset: count for line, count in moved[1].items()}
+        spans = state.spans
+        for key, span in spans.items():
+            start, end = span
+            if start.line in shifts or end.line in shifts:
+                spans[key] = Span(
+                    Point(start.line, start.column + shifts.get(start.line, 0)),
+                    Point(end.line, end.column + shifts.get(end.line, 0)),
+                )
     return state.spans
+

@@ -9,7 +9,10 @@ class UnparsableFile(Rule):
     """
     ## What it does
     Reports a file that cannot be parsed: a syntax error, bytes that do not decode in the
-    file's encoding, or a NUL byte. The rest of the project is still checked.
+    file's encoding, a NUL byte, or nesting past what Python's own parser accepts (more than
+    200 levels of brackets, more than 99 levels of indentation; these are measured before
+    any other parser sees the file, so no input can crash the run). The rest of the project
+    is still checked. Code that Python parses is never reported here.
 
     ## Why is this bad?
     Nothing in a file that does not parse can be checked, so its captures and the code they
