@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ def check(
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
-    `jobs` > 1 checks in worker processes when there is enough work; `cache` (a
+    `jobs` > 1 checks in up to that many processes, `parallel.AUTO` where it pays; `cache` (a
     `cache.ResultCache`) answers a run whose files and settings it has seen; `progress` (a
     `progress.Progress`) is told how the run goes."""
     result = CheckResult()
@@ -153,7 +154,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         progress.start(len(modules))
 
     parallel = None
-    if jobs > 1:
+    if jobs != 1:
         from .parallel import run_parallel
 
         parallel = run_parallel(project, settings, enabled, explicit, jobs, candidates=candidates, on_shard_done=progress.shard_done if progress else None)
@@ -162,6 +163,8 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         raw_findings = parallel.findings
         result.errors.extend(parallel.internal_errors)
         facts = parallel.facts
+        for note in parallel.notes:
+            print(f"trace-lint: {note}", file=sys.stderr)
     else:
         engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
         engine.always_parse = explicit

@@ -56,7 +56,7 @@ def check(
     config: Optional[Path] = typer.Option(None, "--config", help="Use this pyproject.toml or trace-lint.toml."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes for large runs (default: the number of CPUs; 1: serial)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial)."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The file name to report for source read from stdin."),
 ) -> None:
     """Check files and folders for code that is unsafe inside captures."""
@@ -89,7 +89,7 @@ def check(
         raise _fail(str(error))
     try:
         from .cache import ResultCache, cache_folder
-        from .parallel import default_jobs
+        from .parallel import AUTO
         from .progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
@@ -98,7 +98,7 @@ def check(
             settings,
             force_exclude=force_exclude,
             sources=sources,
-            jobs=jobs if jobs is not None else default_jobs(),
+            jobs=jobs if jobs is not None else AUTO,
             cache=cache,
             progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
         )
