@@ -82,7 +82,7 @@ def check(
             hashes.append((display, name, content_hash(data), is_explicit))
         if hashes is not None:
             run_key = make_key(settings, hashes)
-            hit = cache.load(run_key)
+            hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
             if hit is not None:
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
@@ -198,7 +198,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
                 continue
             findings.append(finding)
     for finding in findings:
-        _attach_related(finding)
+        attach_related(finding)
     findings.sort(key=Finding.sort_key)
     if progress is not None:
         progress.finish()
@@ -213,7 +213,7 @@ def _may_hold_suppressions_in(data: bytes) -> bool:
     return b"TRC" in data or b"trace-lint:" in data
 
 
-def _attach_related(finding: Finding) -> None:
+def attach_related(finding: Finding) -> None:
     """The JSON `related` list: every chain back to its capture site, outermost first."""
     # Shortest chain first, then by place: the same order however the chains were found
     # (a parallel run merges them from several workers).
