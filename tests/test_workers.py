@@ -200,3 +200,19 @@ def test_idle_cpus_follow_the_load(monkeypatch):
     assert parallel.idle_cpus() == 1
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 0, 0))
     assert parallel.idle_cpus() == 1
+
+
+def test_the_cli_leaves_the_number_of_processes_to_the_plan(tmp_path, monkeypatch):
+    """No -j: AUTO (work and idle CPUs decide); -jN: N."""
+    from typer.testing import CliRunner
+
+    from trace_lint.cli import app
+
+    tree = generate(tmp_path / "tree", 2)
+    asked = []
+    real = parallel.planned_jobs
+    monkeypatch.setattr(parallel, "planned_jobs", lambda jobs, sizes: asked.append(jobs) or real(jobs, sizes))
+    for extra in ([], ["-j3"]):
+        result = CliRunner().invoke(app, ["check", str(tree), "--no-cache", *extra])
+        assert result.exit_code == 1, result.output
+    assert asked == [parallel.AUTO, 3]

@@ -30,11 +30,12 @@ from .analyzer.findings import Finding
 
 # `jobs` for "decide from the work and the machine" (no -j given).
 AUTO = 0
-# Below this much candidate source, process start-up costs more than it saves.
+# Below this much candidate source, process start-up costs more than it saves. Measured with
+# bench/jobs_estimate.py on TT-NN-shaped trees (-j2 / -j1 on an idle machine: 25 KB 1.03,
+# 49 KB 0.87, 97 KB 0.68, 195 KB 0.74): twice the break-even, and half of that per process.
 MIN_CANDIDATES = 4
-MIN_CANDIDATE_BYTES = 200_000
-# Each worker's share of candidate source must be at least this much (see planned_jobs).
-MIN_SHARE_BYTES = 200_000
+MIN_CANDIDATE_BYTES = 100_000
+MIN_SHARE_BYTES = 50_000
 
 
 @dataclass
