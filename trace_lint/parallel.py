@@ -14,6 +14,11 @@ function reached from roots in two shards sees only its shard's kinds. When that
 different kinds, the parallel result could differ from a serial one, so the run is redone
 serially. Each worker also sends what suppressions need from the parse trees of the files it
 reported on, so that the parent applies suppressions without parsing those files again.
+
+Faults: each worker is one process with one pipe whose writing end only the worker holds, so
+a worker that dies (killed, out of memory) is seen as end-of-file and its share is redone in
+the parent: the run takes longer and gives the same findings. Workers end with their parent
+(PR_SET_PDEATHSIG on Linux, and a thread that watches the parent everywhere).
 """
 
 from __future__ import annotations
