@@ -216,3 +216,28 @@ def test_the_cli_leaves_the_number_of_processes_to_the_plan(tmp_path, monkeypatc
         result = CliRunner().invoke(app, ["check", str(tree), "--no-cache", *extra])
         assert result.exit_code == 1, result.output
     assert asked == [parallel.AUTO, 3]
+
+
+def test_a_worker_that_cannot_start_is_done_in_the_leader(tmp_path, monkeypatch):
+    """fork/spawn failing (EAGAIN under a process limit, ENOMEM) costs time, not findings."""
+    tree = generate(tmp_path / "tree", 6)
+    settings = load_settings(tree)
+    serial = check([tree], settings, jobs=1)
+    context = multiprocessing.get_context("spawn")
+
+    class Refused(type(context).Process):
+        def start(self):
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    class RefusingContext:
+        def __getattr__(self, name):
+            return getattr(context, name)
+
+        Process = Refused
+
+    monkeypatch.setattr(parallel, "_worker_context", lambda: (RefusingContext(), False))
+    done = []
+    real = parallel._analyse_share
+    monkeypatch.setattr(parallel, "_analyse_share", lambda *a, **k: done.append(1) or real(*a, **k))
+    assert _dump(check([tree], settings, jobs=3)) == _dump(serial)
+    assert len(done) == 3  # every share, in the leader

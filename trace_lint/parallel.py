@@ -241,7 +241,7 @@ def _start_worker(context, entries, settings, codes, explicit, share) -> Optiona
     )
     try:
         process.start()
-    except OSError:
+    except Exception:  # no process (EAGAIN, ENOMEM) or arguments that cannot be sent to one
         reader.close()
         writer.close()
         return None
