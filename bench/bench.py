@@ -1,27 +1,39 @@
 """trace-lint against ruff, in one run, on the same trees.
 
-    python bench/bench.py [PATH] [--repeat 5] [--dense 1000]
+    python bench/bench.py [PATH] [--repeat 5] [--dense 1000] [--models 90] [--dense-captures 4546] [--no-lsp]
 
-1. PATH (default: the installed torch package's source folder): `trace-lint check` cold
-   (`--no-cache`) and warm (from its cache), and `ruff check --no-cache --select E9,F`.
-2. A generated trace-dense tree (`--dense` modules of each kind, in a temporary folder): the
-   same, plus libcst's bare `parse_module` of every file (the floor) and `-j1` against `-j2`.
-3. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
+1. PATH (default: a copy of the installed torch package's source folder): ruff
+   `check --no-cache --select E9,F`, then `trace-lint check` cold (`--no-cache`), warm (from
+   its cache), after a one-file edit (cache filled before, one file changed), one file alone
+   (`--no-cache`), `-j1` against the default jobs, and the peak memory of the cold run.
+2. A generated tree shaped like a TT-NN model repository (bench/gen_model_repo.py: `--models`
+   model folders, one file with `--dense-captures` captures; 0 models: skip): the same rows,
+   the 50,000-line capture file alone, and the language server's time from a `didChange` to
+   its diagnostics for an edit in the tree's 2,000-line model file.
+3. The older generated trace-dense tree (bench/gen_tree.py, `--dense` modules of each kind;
+   0: skip): the same rows plus libcst's bare `parse_module` of every file (the floor).
+4. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
 
-Prints medians of the wall times and the ratios. Timings are measured, never asserted.
+Prints medians of the wall times, the ratios against ruff's `--no-cache` run on the same tree,
+and peak memory (maxrss of the process and its workers, from wait4 / getrusage). Timings are
+measured, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -32,18 +44,41 @@ def _tool(name: str) -> str:
     return str(found) if found.exists() else (shutil.which(name) or name)
 
 
-def timed(command: list[str], repeat: int, cwd: Path, before=None) -> float:
-    """Median wall seconds of `command` over `repeat` runs (exit status 0 or 1 accepted)."""
-    samples = []
+def run_once(command: list[str], cwd: Path) -> tuple[float, int]:
+    """(wall seconds, peak RSS in MB of the process and its children) of one run; exit
+    status 0 or 1 accepted."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if hasattr(os, "wait4"):
+        # The stderr pipe is read after the wait: a command that writes much would block.
+        collected: list[bytes] = []
+        reader = threading.Thread(target=lambda: collected.append(process.stderr.read()), daemon=True)
+        reader.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        reader.join()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr = b"".join(collected)
+        peak = usage.ru_maxrss
+    else:
+        _, stderr = process.communicate()
+        seconds = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({process.returncode}): {stderr.decode(errors='replace')[-2000:]}")
+    return seconds, peak // 1024 if sys.platform != "darwin" else peak // (1024 * 1024)
+
+
+def timed(command: list[str], repeat: int, cwd: Path, before: Optional[Callable[[], None]] = None) -> tuple[float, int]:
+    """Median wall seconds of `command` over `repeat` runs and the highest peak RSS (MB)."""
+    samples, peaks = [], []
     for _ in range(repeat):
         if before is not None:
             before()
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        samples.append(time.perf_counter() - start)
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
-    return statistics.median(samples)
+        seconds, peak = run_once(command, cwd)
+        samples.append(seconds)
+        peaks.append(peak)
+    return statistics.median(samples), max(peaks)
 
 
 def bare_parse(root: Path, repeat: int) -> float:
@@ -56,44 +91,197 @@ def bare_parse(root: Path, repeat: int) -> float:
         "for text in files:\n"
         "    libcst.parse_module(text)\n"
     )
-    return timed([sys.executable, "-c", script, str(root)], repeat, root)
+    return timed([sys.executable, "-c", script, str(root)], repeat, root)[0]
 
 
-def row(name: str, seconds: float, reference: float | None = None) -> str:
-    ratio = f"{seconds / reference:6.2f}x" if reference else ""
-    return f"| {name:<46} | {seconds:8.3f} | {ratio:>8} |"
+class Table:
+    def __init__(self, title: str, ruff_seconds: float):
+        self.ruff = ruff_seconds
+        print(f"\n### {title}\n")
+        print("| run | seconds | vs ruff | peak MB |")
+        print("|---|---:|---:|---:|")
+
+    def row(self, name: str, seconds: float, peak: Optional[int] = None) -> float:
+        ratio = f"{seconds / self.ruff:6.2f}x" if self.ruff else ""
+        print(f"| {name:<52} | {seconds:8.3f} | {ratio:>8} | {peak if peak is not None else '':>7} |")
+        sys.stdout.flush()
+        return seconds / self.ruff if self.ruff else 0.0
 
 
-def bench_tree(root: Path, repeat: int, cache_dir: Path, dense: bool) -> None:
+class Edits:
+    """Before each run: one more comment line at the end of `path` (content changes, findings
+    do not). `restore()` puts the original text back."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.original = path.read_bytes()
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+        self.path.write_bytes(self.original + f"\n# bench edit {self.count}\n".encode())
+
+    def restore(self) -> None:
+        self.path.write_bytes(self.original)
+
+
+def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: Path, title: str, floor: bool = False) -> dict:
+    """The rows for one tree; returns the ratios by name."""
     trace_lint = _tool("trace-lint")
     ruff = _tool("ruff")
-    config = cache_dir / "pyproject.toml"
-    config.write_text(f'[tool.trace-lint]\ncache-dir = "{cache_dir / "cache"}"\n')
-    check = [trace_lint, "check", str(root), "--config", str(config), "--exit-zero", "--output-format", "concise"]
-    ruff_time = timed([ruff, "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(root)], repeat, root)
-    cold = timed([*check, "--no-cache"], repeat, root)
-    subprocess.run(check, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fill the cache
-    warm = timed(check, repeat, root)
-    print(f"\n### {root} ({sum(1 for _ in root.rglob('*.py'))} .py files), median of {repeat}\n")
-    print("| run | seconds | vs ruff |")
-    print("|---|---:|---:|")
-    print(row("ruff check --no-cache --select E9,F", ruff_time, ruff_time))
-    print(row("trace-lint check --no-cache (cold)", cold, ruff_time))
-    print(row("trace-lint check (warm cache)", warm, ruff_time))
-    if dense:
-        floor = bare_parse(root, repeat)
-        one = timed([*check, "--no-cache", "-j1"], repeat, root)
-        two = timed([*check, "--no-cache", "-j2"], repeat, root)
-        print(row("libcst parse_module of every file (floor)", floor, ruff_time))
-        print(row("trace-lint check --no-cache -j1", one, ruff_time))
-        print(row("trace-lint check --no-cache -j2", two, ruff_time))
-        print(f"\n-j1 over bare parse: {one / floor:.2f}x (target <= 1.5x); -j1 / -j2: {one / two:.2f}x (target >= 1.7x)")
-    else:
-        # The ruff targets are for a big real tree; on generated code they mean nothing.
-        print(f"\ncold / ruff: {cold / ruff_time:.2f}x (target <= 2x); warm / ruff: {warm / ruff_time:.2f}x (target <= 1x)")
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "pyproject.toml"
+    config.write_text(f'[tool.trace-lint]\ncache-dir = "{(work / "cache").as_posix()}"\n')
+    check = [trace_lint, "check", "--config", str(config), "--exit-zero", "--output-format", "concise"]
+    ruff_check = [ruff, "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet"]
+    files = sum(1 for _ in root.rglob("*.py"))
+    ruff_time, ruff_peak = timed([*ruff_check, str(root)], repeat, root)
+    table = Table(f"{title}: {root} ({files} .py files), median of {repeat}", ruff_time)
+    ratios = {}
+    table.row("ruff check --no-cache --select E9,F", ruff_time, ruff_peak)
+    cold, cold_peak = timed([*check, str(root), "--no-cache"], repeat, root)
+    ratios["cold"] = table.row("trace-lint check --no-cache (cold, default jobs)", cold, cold_peak)
+    one_job, one_peak = timed([*check, str(root), "--no-cache", "-j1"], repeat, root)
+    ratios["-j1"] = table.row("trace-lint check --no-cache -j1", one_job, one_peak)
+    run_once([*check, str(root)], root)  # fill the cache
+    warm, warm_peak = timed([*check, str(root)], repeat, root)
+    ratios["warm"] = table.row("trace-lint check (warm cache)", warm, warm_peak)
+    edits = Edits(edit_file)
+    try:
+        def edit_after_filling():
+            edits.restore()
+            run_once([*check, str(root)], root)
+            edits()
+
+        edited, edited_peak = timed([*check, str(root)], repeat, root, before=edit_after_filling)
+    finally:
+        edits.restore()
+    ratios["edit"] = table.row(f"trace-lint check after editing {edit_file.relative_to(root)}", edited, edited_peak)
+    ruff_one, _ = timed([*ruff_check, str(one_file)], repeat, root)
+    table.row(f"ruff on one file ({one_file.relative_to(root)})", ruff_one)
+    one, one_file_peak = timed([*check, str(one_file), "--no-cache"], repeat, root)
+    ratios["one file"] = table.row("trace-lint check ONE FILE --no-cache", one, one_file_peak)
+    if floor:
+        table.row("libcst parse_module of every file (floor)", bare_parse(root, repeat))
+    print(
+        f"\ncold {ratios['cold']:.2f}x ruff (target <= 4x); warm {ratios['warm']:.2f}x (<= 1x); "
+        f"after an edit {ratios['edit']:.2f}x (<= 1x); one file {ratios['one file']:.2f}x ruff on the tree (<= 1x), "
+        f"{one / ruff_one:.1f}x ruff on that file; "
+        f"default jobs / -j1 {cold / one_job:.2f} (<= 1); peak {cold_peak} MB (<= 300)"
+    )
+    return ratios
 
 
-def default_tree() -> Path:
+# -- the language server -------------------------------------------------------------------
+
+
+class LspClient:
+    """A minimal JSON-RPC client over a server's stdio (Content-Length framing)."""
+
+    def __init__(self, command: list[str], cwd: Path, env: dict):
+        self.process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+        self.messages: list[dict] = []
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            body = stream.read(length or 0)
+            with self.arrived:
+                self.messages.append({"time": time.perf_counter(), **json.loads(body)})
+                self.arrived.notify_all()
+
+    def send(self, method: str, params: dict, request: bool = False) -> Optional[int]:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if request:
+            self.next_id += 1
+            message["id"] = self.next_id
+        body = json.dumps(message).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+        return message.get("id")
+
+    def wait_for(self, predicate: Callable[[dict], bool], timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for message in self.messages:
+                    if predicate(message):
+                        self.messages.remove(message)
+                        return message
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no answer from the language server")
+                self.arrived.wait(left)
+
+    def close(self) -> None:
+        try:
+            request = self.send("shutdown", {}, request=True)
+            self.wait_for(lambda m: m.get("id") == request, 30)
+            self.send("exit", {})
+            self.process.wait(timeout=30)
+        except (OSError, TimeoutError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+
+
+def bench_lsp(root: Path, path: Path, repeat: int, timeout: float) -> None:
+    """Time from a didChange (one line edited) to the diagnostics for that version, with the
+    debounce set to 0 (the time measured is what comes after the debounce)."""
+    env = dict(os.environ, TRACE_LINT_LSP_DEBOUNCE="0")
+    client = LspClient([_tool("trace-lint"), "lsp"], root, env)
+    uri = path.as_uri()
+    text = path.read_text()
+    try:
+        request = client.send("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}, "workspaceFolders": [{"uri": root.as_uri(), "name": "bench"}]}, request=True)
+        client.wait_for(lambda m: m.get("id") == request, timeout)
+        client.send("initialized", {})
+        start = time.perf_counter()
+        client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+        first = client.wait_for(lambda m: _diagnostics_for(m, uri, 1), timeout)
+        opened = first["time"] - start
+        samples = []
+        lines = text.splitlines(keepends=True)
+        middle = len(lines) // 2
+        for version in range(2, repeat + 2):
+            edited = "".join(lines[:middle] + [f"# edited {version}\n"] + lines[middle:])
+            start = time.perf_counter()
+            client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": edited}]})
+            message = client.wait_for(lambda m: _diagnostics_for(m, uri, version), timeout)
+            samples.append(message["time"] - start)
+        count = len(first["params"]["diagnostics"])
+        print(f"\n### language server: {path.relative_to(root)} ({len(lines)} lines), debounce 0\n")
+        print(f"didOpen -> diagnostics: {opened:.3f} s ({count} diagnostics)")
+        print(f"didChange -> diagnostics: median {statistics.median(samples):.3f} s over {len(samples)} edits (target <= 0.200 s)")
+    except TimeoutError:
+        print(f"\nlanguage server: no diagnostics within {timeout:.0f} s (the row is missing, not zero)")
+    finally:
+        client.close()
+
+
+def _diagnostics_for(message: dict, uri: str, version: int) -> bool:
+    if message.get("method") != "textDocument/publishDiagnostics":
+        return False
+    params = message.get("params", {})
+    return params.get("uri") == uri and params.get("version") in (version, None)
+
+
+# -- trees -----------------------------------------------------------------------------------
+
+
+def torch_tree() -> Path:
     found = subprocess.run(
         [sys.executable, "-c", "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('torch').origin))"],
         capture_output=True, text=True,
@@ -103,23 +291,63 @@ def default_tree() -> Path:
     return Path(found.stdout.strip())
 
 
+def copy_python_files(source: Path, target: Path) -> Path:
+    """The .py files of `source` under `target`: edits never touch the original."""
+    for path in source.rglob("*.py"):
+        destination = target / path.relative_to(source)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+    return target
+
+
+def a_candidate(root: Path, preferred: str) -> Path:
+    """`preferred` under root if it exists, else the first file that mentions a capture."""
+    if (root / preferred).is_file():
+        return root / preferred
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(errors="replace")
+        if "begin_trace_capture" in text or "cuda.graph" in text:
+            return path
+    return next(iter(sorted(root.rglob("*.py"))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", nargs="?", type=Path)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--dense", type=int, default=1000, help="modules of each kind in the generated tree (0: skip)")
+    parser.add_argument("--dense", type=int, default=0, help="modules of each kind in the older generated tree (0: skip)")
+    parser.add_argument("--models", type=int, default=90, help="model folders in the TT-NN-shaped tree (0: skip)")
+    parser.add_argument("--dense-captures", type=int, default=4546, help="captures in that tree's one big test file")
+    parser.add_argument("--no-lsp", action="store_true", help="skip the language server measurement")
+    parser.add_argument("--lsp-timeout", type=float, default=300.0)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
+    import gen_model_repo
     from gen_tree import generate
 
     with tempfile.TemporaryDirectory(prefix="trace-lint-bench-") as temporary:
         work = Path(temporary)
-        (work / "a").mkdir()
-        bench_tree((args.path or default_tree()).resolve(), args.repeat, work / "a", dense=False)
+        if args.path is not None:
+            tree = args.path.resolve()
+            title = "given tree"
+        else:
+            tree = copy_python_files(torch_tree(), work / "torch")
+            title = "torch (a copy of the installed package's .py files)"
+        edit = a_candidate(tree, "cuda/graphs.py")
+        bench_tree(tree, args.repeat, work / "a", edit, edit, title)
+        if args.models:
+            repo = gen_model_repo.generate(work / "repo", args.models, args.dense_captures)
+            model_file = gen_model_repo.lsp_file(repo)
+            bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository")
+            dense_file = repo / gen_model_repo.DENSE_FILE
+            captures = Table(f"{dense_file.relative_to(repo)} alone ({dense_file.read_text().count(chr(10))} lines, {args.dense_captures} captures)", timed([_tool("ruff"), "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(dense_file)], args.repeat, repo)[0])
+            captures.row("ruff check --no-cache --select E9,F", captures.ruff)
+            captures.row("trace-lint check --no-cache (target <= 3 s)", *timed([_tool("trace-lint"), "check", str(dense_file), "--no-cache", "--exit-zero", "--output-format", "concise"], args.repeat, repo))
+            if not args.no_lsp:
+                bench_lsp(repo, model_file, args.repeat, args.lsp_timeout)
         if args.dense:
-            (work / "b").mkdir()
-            tree = generate(work / "tree", args.dense)
-            bench_tree(tree, args.repeat, work / "b", dense=True)
+            dense = generate(work / "tree", args.dense)
+            bench_tree(dense, args.repeat, work / "c", dense / "dense" / "layers_0.py", dense / "dense" / "model_0.py", "generated trace-dense tree (gen_tree.py)", floor=True)
 
     ttnn_python = os.environ.get("TRACE_LINT_TTNN_PYTHON")
     if not ttnn_python:

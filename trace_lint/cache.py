@@ -5,8 +5,10 @@ covers the content hash of every checked file with its path and module name, the
 on the command line, the settings (`Settings.cache_key()`, the config root) and the tool
 version. A warm run then only discovers, reads and hashes files. Entries are JSON written to a
 temporary file and moved into place with `os.replace`, so concurrent runs never see half an
-entry; an entry that does not parse, or was written by another version or for another key, is
-ignored and rewritten. Nothing here imports libcst.
+entry. An entry is validated before it is served (a regular file of bounded size, the schema,
+every type and range, a digest of the findings, files of this run only); one that fails is
+ignored and rewritten, so a cached run always equals a `--no-cache` run. Nothing here imports
+libcst.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
@@ -21,7 +25,7 @@ from typing import Iterable, Optional
 from . import __version__
 from .analyzer.findings import Edit, Finding, Fix, Location, Related
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_DIR = ".trace-lint-cache"
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
@@ -73,6 +77,7 @@ def _related(step: Related) -> list:
 
 
 def finding_to_data(finding: Finding) -> dict:
+    """`related` is not stored: it is derived from the chains on load (one source of truth)."""
     return {
         "code": finding.code,
         "message": finding.message,
@@ -82,7 +87,6 @@ def finding_to_data(finding: Finding) -> dict:
         "severity": finding.severity,
         "noqa_row": finding.noqa_row,
         "chains": [[_related(step) for step in chain] for chain in finding.chains],
-        "related": [_related(step) for step in finding.related],
         "fix": None
         if finding.fix is None
         else {
@@ -93,67 +97,172 @@ def finding_to_data(finding: Finding) -> dict:
     }
 
 
+def findings_digest(findings_data: list) -> str:
+    """Guards the findings against damage (a torn write, a flipped byte, an edit by hand)."""
+    text = json.dumps(findings_data, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
+
+
+class BadEntry(ValueError):
+    """A cache entry that must not be served."""
+
+
+# What a valid entry can hold. Anything else is damage, and the run is recomputed.
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_INT = 2**31 - 1
+MAX_TEXT = 1 << 20
+MAX_CHAINS = 10_000
+MAX_CHAIN_STEPS = 10_000
+MAX_EDITS = 10_000
+CODE = re.compile(r"TRC[0-9]{3}")
+SEVERITIES = frozenset({"error", "warning", "info", "hint"})
+APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
+FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix"})
+FIX_KEYS = frozenset({"applicability", "message", "edits"})
+ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
+
+
+def _int(value, lowest: int) -> int:
+    if type(value) is not int or not lowest <= value <= MAX_INT:  # bool is no row number
+        raise BadEntry(f"bad number {value!r:.40}")
+    return value
+
+
+def _text(value) -> str:
+    if type(value) is not str or len(value) > MAX_TEXT:
+        raise BadEntry("bad text")
+    return value
+
+
+def _list(value, most: int, length: Optional[int] = None) -> list:
+    if type(value) is not list or len(value) > most or (length is not None and len(value) != length):
+        raise BadEntry("bad list")
+    return value
+
+
 def _loc(value) -> Location:
-    row, column = value
-    if not isinstance(row, int) or not isinstance(column, int):
-        raise ValueError("bad location")
-    return Location(row, column)
+    row, column = _list(value, 2, 2)
+    return Location(_int(row, 1), _int(column, 0))
 
 
 def _step(value) -> Related:
-    filename, location, message = value
-    if not isinstance(filename, str) or not isinstance(message, str):
-        raise ValueError("bad related step")
-    return Related(filename, _loc(location), message)
+    # A step may lie in a file of the project that this run does not report on.
+    filename, location, message = _list(value, 3, 3)
+    return Related(_text(filename), _loc(location), _text(message))
 
 
-def finding_from_data(data: dict) -> Finding:
-    fix = data["fix"]
+def _keys(value, keys: frozenset) -> dict:
+    if type(value) is not dict or value.keys() != keys:
+        raise BadEntry("bad keys")
+    return value
+
+
+def _fix(value) -> Optional[Fix]:
+    if value is None:
+        return None
+    _keys(value, FIX_KEYS)
+    if value["applicability"] not in APPLICABILITIES:
+        raise BadEntry("bad fix applicability")
+    edits = []
+    for edit in _list(value["edits"], MAX_EDITS):
+        content, start, end = _list(edit, 3, 3)
+        start, end = _loc(start), _loc(end)
+        if end < start:
+            raise BadEntry("an edit that ends before it starts")
+        edits.append(Edit(_text(content), start, end))
+    return Fix(value["applicability"], _text(value["message"]), tuple(edits))
+
+
+def finding_from_data(data, files: frozenset) -> Finding:
+    """A finding from an entry, checked field by field; BadEntry on anything a run could not
+    have written. `files`: display paths of the run's files."""
+    _keys(data, FINDING_KEYS)
+    code, filename = _text(data["code"]), _text(data["filename"])
+    if not CODE.fullmatch(code) or data["severity"] not in SEVERITIES or filename not in files:
+        raise BadEntry("bad code, severity or file")
+    location, end_location = _loc(data["location"]), _loc(data["end_location"])
+    if end_location < location:
+        raise BadEntry("a finding that ends before it starts")
     noqa_row = data["noqa_row"]
-    if noqa_row is not None and not isinstance(noqa_row, int):
-        raise ValueError("bad noqa_row")
-    for key in ("code", "message", "filename", "severity"):
-        if not isinstance(data[key], str):
-            raise ValueError(f"bad {key}")
-    return Finding(
-        code=data["code"],
-        message=data["message"],
-        filename=data["filename"],
-        location=_loc(data["location"]),
-        end_location=_loc(data["end_location"]),
+    finding = Finding(
+        code=code,
+        message=_text(data["message"]),
+        filename=filename,
+        location=location,
+        end_location=end_location,
         severity=data["severity"],
-        noqa_row=noqa_row,
-        chains=[[_step(step) for step in chain] for chain in data["chains"]],
-        related=[_step(step) for step in data["related"]],
-        fix=None
-        if fix is None
-        else Fix(fix["applicability"], fix["message"], tuple(Edit(c, _loc(a), _loc(b)) for c, a, b in fix["edits"])),
+        noqa_row=None if noqa_row is None else _int(noqa_row, 1),
+        chains=[[_step(step) for step in _list(chain, MAX_CHAIN_STEPS)] for chain in _list(data["chains"], MAX_CHAINS)],
+        fix=_fix(data["fix"]),
     )
+    return finding
+
+
+def _read_regular_file(path: Path, most: int) -> Optional[bytes]:
+    """The bytes of `path` if it is a regular file of at most `most` bytes; None for anything
+    else (missing, a folder, a FIFO or device that would block or never end, unreadable)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > most:
+            return None
+        with os.fdopen(handle, "rb", closefd=False) as stream:
+            data = stream.read(most + 1)
+        return data if len(data) <= most else None
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
 
 
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
+        # Why the last load found no usable entry ("" for a hit or a plain miss); for tests.
+        self.last_rejection = ""
 
     def _entry(self, key: str) -> Path:
         return self.folder / f"results-{key}.json"
 
-    def load(self, key: str) -> Optional[tuple[list[Finding], int]]:
-        """(findings, files checked), or None for a miss, a foreign or a damaged entry."""
-        try:
-            text = self._entry(key).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+    def load(self, key: str, files: Iterable[str] = (), files_checked: Optional[int] = None) -> Optional[tuple[list[Finding], int]]:
+        """(findings, files checked), or None for a miss or an entry that is foreign or damaged
+        in any way (the run is then recomputed and the entry rewritten). `files`: display
+        paths of the run's files; `files_checked`: how many the run checks, where known."""
+        self.last_rejection = ""
+        data = _read_regular_file(self._entry(key), MAX_ENTRY_BYTES)
+        if data is None:
             return None
         try:
-            data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != __version__ or data.get("key") != key:
-                return None
-            files_checked = data["files_checked"]
-            if not isinstance(files_checked, int):
-                return None
-            return [finding_from_data(item) for item in data["findings"]], files_checked
-        except (ValueError, KeyError, TypeError, AttributeError):
+            return self._decode(data, key, frozenset(files), files_checked)
+        except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
+            # RecursionError: JSON nested deeper than the parser's stack allows.
+            self.last_rejection = f"{type(error).__name__}: {error}"[:200]
             return None
+
+    def _decode(self, data: bytes, key: str, files: frozenset, expected: Optional[int]) -> Optional[tuple[list[Finding], int]]:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, ENTRY_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        files_checked = _int(entry["files_checked"], 0)
+        if expected is not None and files_checked != expected:
+            raise BadEntry("another number of files")
+        items = _list(entry["findings"], MAX_INT)
+        if entry["digest"] != findings_digest(items):
+            raise BadEntry("findings that do not match their digest")
+        from .checker import attach_related  # the order and `related` a run gives
+
+        findings = [finding_from_data(item, files) for item in items]
+        for finding in findings:
+            attach_related(finding)
+        order = [finding.sort_key() for finding in findings]
+        if order != sorted(order):
+            raise BadEntry("findings out of order")
+        return findings, files_checked
 
     def store(self, key: str, findings: list[Finding], files_checked: int) -> None:
         """Write atomically; a cache that cannot be written is no error (the run stands)."""
@@ -162,8 +271,9 @@ class ResultCache:
             "version": __version__,
             "key": key,
             "files_checked": files_checked,
-            "findings": [finding_to_data(f) for f in findings],
         }
+        data["findings"] = [finding_to_data(f) for f in findings]
+        data["digest"] = findings_digest(data["findings"])
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ def check(
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
-    `jobs` > 1 checks in worker processes when there is enough work; `cache` (a
+    `jobs` > 1 checks in up to that many processes, `parallel.AUTO` where it pays; `cache` (a
     `cache.ResultCache`) answers a run whose files and settings it has seen; `progress` (a
     `progress.Progress`) is told how the run goes."""
     result = CheckResult()
@@ -83,7 +84,7 @@ def check(
             hashes.append((display, name, content_hash(data), is_explicit))
         if hashes is not None:
             run_key = make_key(settings, hashes)
-            hit = cache.load(run_key)
+            hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
             if hit is not None:
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
@@ -159,7 +160,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         progress.start(len(modules))
 
     parallel = None
-    if jobs > 1:
+    if jobs != 1:
         from .parallel import run_parallel
 
         parallel = run_parallel(project, settings, enabled, explicit, jobs, candidates=candidates, on_shard_done=progress.shard_done if progress else None)
@@ -168,6 +169,8 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         raw_findings = parallel.findings
         result.errors.extend(parallel.internal_errors)
         facts = parallel.facts
+        for note in parallel.notes:
+            print(f"trace-lint: {note}", file=sys.stderr)
     else:
         engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
         engine.always_parse = explicit
@@ -201,7 +204,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
                 continue
             findings.append(finding)
     for finding in findings:
-        _attach_related(finding)
+        attach_related(finding)
     findings.sort(key=Finding.sort_key)
     if progress is not None:
         progress.finish()
@@ -216,7 +219,7 @@ def _may_hold_suppressions_in(data: bytes) -> bool:
     return b"TRC" in data or b"trace-lint:" in data
 
 
-def _attach_related(finding: Finding) -> None:
+def attach_related(finding: Finding) -> None:
     """The JSON `related` list: every chain back to its capture site, outermost first."""
     # Shortest chain first, then by place: the same order however the chains were found
     # (a parallel run merges them from several workers).

@@ -69,7 +69,7 @@ def check(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the settings in force and exit."),
     show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for large runs (default: the number of CPUs; 1: serial).", show_default=False),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial).", show_default=False),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
 ) -> None:
     """Check files and folders for code that is unsafe inside captures.
@@ -130,7 +130,7 @@ def check(
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
         from .cache import ResultCache, cache_folder
-        from .parallel import default_jobs
+        from .parallel import AUTO
         from .progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
@@ -139,7 +139,7 @@ def check(
             settings,
             force_exclude=force_exclude,
             sources=sources,
-            jobs=jobs if jobs is not None else default_jobs(),
+            jobs=jobs if jobs is not None else AUTO,
             cache=cache,
             progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
         )

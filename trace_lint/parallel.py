@@ -14,21 +14,33 @@ function reached from roots in two shards sees only its shard's kinds. When that
 different kinds, the parallel result could differ from a serial one, so the run is redone
 serially. Each worker also sends what suppressions need from the parse trees of the files it
 reported on, so that the parent applies suppressions without parsing those files again.
+
+Faults: each worker is one process with one pipe whose writing end only the worker holds, so
+a worker that dies (killed, out of memory) is seen as end-of-file and its share is redone in
+the parent: the run takes longer and gives the same findings. Workers end with their parent
+(PR_SET_PDEATHSIG on Linux, and a thread that watches the parent everywhere).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
 from .analyzer.findings import Finding
 
-# Below this much candidate source, process start-up costs more than it saves.
+# `jobs` for "decide from the work and the machine" (no -j given).
+AUTO = 0
+# Below this much candidate source, process start-up costs more than it saves. Measured with
+# bench/jobs_estimate.py on TT-NN-shaped trees (-j2 / -j1 on an idle machine: 25 KB 1.03,
+# 49 KB 0.87, 97 KB 0.68, 195 KB 0.74): twice the break-even, and half of that per process.
 MIN_CANDIDATES = 4
-MIN_CANDIDATE_BYTES = 200_000
+MIN_CANDIDATE_BYTES = 100_000
+MIN_SHARE_BYTES = 50_000
 
 
 @dataclass
@@ -46,6 +58,8 @@ class ParallelResult:
     findings: list[Finding]
     internal_errors: list[str]
     facts: dict[str, tuple]
+    # Things the user may want to know that change no finding (a worker that died).
+    notes: list[str] = field(default_factory=list)
 
 
 def default_jobs() -> int:
@@ -53,6 +67,30 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def idle_cpus() -> int:
+    """CPUs this process may use less the load of the last minute (rounded), at least 1: a
+    worker on a busy CPU only slows the run down."""
+    cpus = default_jobs()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus
+    return max(1, min(cpus, int(cpus - load + 0.5)))
+
+
+def planned_jobs(jobs: int, sizes: Sequence[int]) -> int:
+    """Processes for a run over candidate files of `sizes` bytes. An explicit -jN gets up
+    to N (one file per process at least). AUTO runs in parallel only where it pays: enough
+    candidate source (every process re-parses what its roots reach, so the shared part of
+    the tree is parsed once per process) and CPUs that are idle."""
+    if jobs != AUTO:
+        return max(1, min(jobs, len(sizes)))
+    total = sum(sizes)
+    if len(sizes) < MIN_CANDIDATES or total < MIN_CANDIDATE_BYTES:
+        return 1
+    return max(1, min(idle_cpus(), total // MIN_SHARE_BYTES, len(sizes)))
 
 
 def shard(sizes: Sequence[int], count: int) -> list[list[int]]:
@@ -92,6 +130,16 @@ def _analyse_share(project, settings, codes, explicit, share, with_facts: bool) 
 # already read, nothing parsed. Set only around a fork.
 _INHERITED = None
 
+# Tests set this to a file name: a worker waits (at most HOLD_SECONDS) until the file exists
+# before it starts, so a test can kill workers or their leader at a known point.
+HOLD_ENV = "TRACE_LINT_TEST_HOLD_WORKERS"
+HOLD_SECONDS = 60.0
+# How often a worker looks whether its leader is still there (where prctl is missing).
+WATCH_INTERVAL = 0.2
+# A worker that has sent its result exits at once; one that does not within this is killed.
+EXIT_GRACE = 10.0
+PR_SET_PDEATHSIG = 1
+
 
 def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
     """In a worker process: the project comes by fork (`entries` None) or is rebuilt from
@@ -108,28 +156,159 @@ def _run_shard(entries, settings, codes, explicit, share) -> ShardResult:
     return _analyse_share(project, settings, codes, explicit, share, with_facts=True)
 
 
+def die_with_leader(leader_pid: int, use_prctl: bool = True) -> None:
+    """End this process when the process that started it ends (killed, crashed): the kernel
+    sends SIGKILL on Linux; elsewhere, or if that fails, a thread watches the leader."""
+    if use_prctl and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError, ValueError):
+            pass
+    if os.getppid() != leader_pid:  # gone before the line above took effect
+        os._exit(1)
+    threading.Thread(target=_watch_leader, args=(leader_pid,), name="trace-lint-leader-watch", daemon=True).start()
+
+
+def _watch_leader(leader_pid: int) -> None:
+    """Poll for the leader's end: the parent pid changes (POSIX re-parents orphans), or the
+    leader's sentinel that multiprocessing gives (closed when it exits, on every platform)."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    sentinel = getattr(parent, "sentinel", None) if parent is not None else None
+    while True:
+        if sentinel is not None:
+            try:
+                if wait([sentinel], timeout=WATCH_INTERVAL):
+                    os._exit(1)
+            except OSError:
+                sentinel = None
+        else:
+            time.sleep(WATCH_INTERVAL)
+        if os.getppid() != leader_pid:
+            os._exit(1)
+
+
+def _hold_for_tests() -> None:
+    flag = os.environ.get(HOLD_ENV)
+    if not flag:
+        return
+    deadline = time.monotonic() + HOLD_SECONDS
+    while not os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _worker_main(writer, leader_pid, entries, settings, codes, explicit, share) -> None:
+    """A worker process: its share's result (or what went wrong) through `writer`, then exit."""
+    die_with_leader(leader_pid)
+    _hold_for_tests()
+    try:
+        message = ("ok", _run_shard(entries, settings, codes, explicit, share))
+    except BaseException as error:  # sent as text: the leader redoes the share itself
+        message = ("error", f"{type(error).__name__}: {error}")
+    writer.send(message)
+    writer.close()
+
+
 def _worker_context():
     """(multiprocessing context, whether workers inherit the parent's memory): fork where it
     is safe and cheap (Linux), spawn elsewhere."""
     import multiprocessing
-    import sys
 
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork"), True
     return multiprocessing.get_context("spawn"), False
 
 
+@dataclass
+class _Worker:
+    share: list[int]
+    process: object
+    reader: object
+
+
+def _start_worker(context, entries, settings, codes, explicit, share) -> Optional[_Worker]:
+    """A started worker for `share`, or None if no process could be started (the leader then
+    does the share itself)."""
+    reader, writer = context.Pipe(duplex=False)
+    process = context.Process(
+        target=_worker_main, args=(writer, os.getpid(), entries, settings, codes, explicit, share), name="trace-lint-worker", daemon=True
+    )
+    try:
+        process.start()
+    except Exception:  # no process (EAGAIN, ENOMEM) or arguments that cannot be sent to one
+        reader.close()
+        writer.close()
+        return None
+    # Only the worker may hold the writing end: when it dies, the leader reads end-of-file
+    # instead of waiting forever (and workers started later never inherit it).
+    writer.close()
+    return _Worker(share, process, reader)
+
+
+def _collect(worker: _Worker) -> tuple[Optional[ShardResult], str]:
+    """The worker's result, or None and why there is none (it died, or its analysis failed).
+    Never waits on a process that is gone: end-of-file on the pipe or the process sentinel
+    ends the wait."""
+    from multiprocessing.connection import wait
+
+    message = None
+    why = ""
+    try:
+        while True:
+            ready = wait([worker.reader, worker.process.sentinel])
+            if worker.reader in ready or worker.reader.poll(0):
+                message = worker.reader.recv()
+                break
+            if worker.process.sentinel in ready:  # exited without a word
+                break
+    except Exception:  # a torn or unreadable message: the share is redone
+        message = None
+    finally:
+        worker.reader.close()
+    worker.process.join(EXIT_GRACE)
+    if worker.process.is_alive():
+        worker.process.kill()
+        worker.process.join()
+    if isinstance(message, tuple) and len(message) == 2 and message[0] == "ok" and isinstance(message[1], ShardResult):
+        return message[1], ""
+    if isinstance(message, tuple) and len(message) == 2 and message[0] == "error":
+        why = f"failed ({message[1]})"
+    else:
+        code = worker.process.exitcode
+        why = f"ended by signal {-code}" if code is not None and code < 0 else f"ended (exit status {code}) without its result"
+    return None, why
+
+
+def _stop(workers: Sequence[_Worker]) -> None:
+    for worker in workers:
+        try:
+            if worker.process.is_alive():
+                worker.process.kill()
+            worker.process.join(EXIT_GRACE)
+            worker.reader.close()
+        except (OSError, ValueError, AssertionError):
+            pass
+
+
 def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: int, candidates=None, on_shard_done=None) -> Optional[ParallelResult]:
     """Findings as a serial engine run gives them, or None where a serial run is due (too
     little work, one job, or shards that disagree about how a function is captured).
     `candidates`: the modules the prefilter admits plus the explicit ones, if known.
+    `jobs`: worker processes wanted, or AUTO to decide from the work and the idle CPUs.
 
-    The parent process analyses the first share itself while workers take the others."""
+    The parent process analyses the first share itself while workers take the others. A
+    worker that dies or fails costs time, never findings: the parent redoes its share."""
     global _INHERITED
     from .analyzer.prefilter import candidate_modules, prefilter_for
     from .api_tables import tables
 
-    if jobs <= 1:
+    if jobs == 1:
         return None
     modules = project.modules
     index_of = {id(m): i for i, m in enumerate(modules)}
@@ -137,34 +316,51 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     if candidates is None:  # the prefilter's modules and the explicit ones
         candidates = candidate_modules(project, prefilter_for(settings, tables()), {id(modules[i]) for i in explicit_indexes})
     sizes = [len(project.raw_bytes(m)) for m in candidates]
-    if len(candidates) < MIN_CANDIDATES or sum(sizes) < MIN_CANDIDATE_BYTES:
+    count = planned_jobs(jobs, sizes)
+    if count < 2:
         return None
-    shares = [[index_of[id(candidates[i])] for i in share] for share in shard(sizes, min(jobs, len(candidates)))]
+    shares = [[index_of[id(candidates[i])] for i in share] for share in shard(sizes, count)]
     if len(shares) < 2:
         return None
     context, inherits = _worker_context()
     entries = None if inherits else [(str(m.path), m.names, m.display_path, m._text) for m in modules]
     shard_results: list[ShardResult] = []
+    notes: list[str] = []
+    workers: list[_Worker] = []
+    own = [shares[0]]
     _INHERITED = project
     try:
-        with ProcessPoolExecutor(max_workers=len(shares) - 1, mp_context=context) as pool:
-            # A fork context starts every worker at the first submit, before the parent
-            # parses anything of its own share.
-            futures = [pool.submit(_run_shard, entries, settings, codes, explicit_indexes, share) for share in shares[1:]]
+        try:
+            for share in shares[1:]:
+                worker = _start_worker(context, entries, settings, codes, explicit_indexes, share)
+                if worker is None:
+                    own.append(share)
+                else:
+                    workers.append(worker)
+        finally:
             _INHERITED = None
-            shard_results.append(_analyse_share(project, settings, codes, explicit_indexes, shares[0], with_facts=False))
-            _report_share_done(on_shard_done, 1, len(shares))
-            for future in futures:
-                shard_results.append(future.result())
-                _report_share_done(on_shard_done, len(shard_results), len(shares))
+        for share in own:
+            shard_results.append(_analyse_share(project, settings, codes, explicit_indexes, share, with_facts=False))
+            _report_share_done(on_shard_done, len(shard_results), len(shares))
+        pending = list(workers)
+        while pending:
+            worker = pending.pop(0)
+            part, why = _collect(worker)
+            if part is None:
+                notes.append(f"a worker process {why}; its share of {len(worker.share)} files was checked again in the main process")
+                part = _analyse_share(project, settings, codes, explicit_indexes, worker.share, with_facts=False)
+            shard_results.append(part)
+            _report_share_done(on_shard_done, len(shard_results), len(shares))
     finally:
-        _INHERITED = None
+        _stop(workers)
     kinds: dict[tuple[str, str], frozenset] = {}
     for part in shard_results:
         for key, value in part.kinds.items():
             if kinds.setdefault(key, value) != value:
                 return None
-    return merge(shard_results)
+    merged = merge(shard_results)
+    merged.notes = notes
+    return merged
 
 
 def _report_share_done(on_shard_done, done: int, total: int) -> None:
