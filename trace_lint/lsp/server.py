@@ -20,9 +20,7 @@ from typing import Optional, Sequence
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -30,6 +28,7 @@ from ..analyzer.discovery import discover
 from ..analyzer.findings import Edit, Finding, Related
 from ..checker import check
 from ..config import ConfigError, Settings, load_settings
+from .framing import serve_stdio
 from .noqa import suppression_edit
 from .positions import split_lines, to_client
 
@@ -65,20 +64,9 @@ class _Project:
     settings: Settings
 
 
-class _Protocol(LanguageServerProtocol):
-    def structure_message(self, data):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            # pygls drops a request whose params do not parse; answer it, or the client waits forever.
-            if isinstance(data, dict) and "method" in data and "id" in data and "error" not in data:
-                self._send_response(data["id"], None, error.to_response_error())
-            raise
-
-
 class TraceLintServer(LanguageServer):
     def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
-        super().__init__("trace-lint", __version__, protocol_cls=_Protocol)
+        super().__init__("trace-lint", __version__)
         self.debounce = debounce
         self.checked: dict[str, _Checked] = {}
         self._pending: dict[str, asyncio.Task] = {}
@@ -413,6 +401,7 @@ def _recheck_all(ls: TraceLintServer) -> None:
 
 
 def start() -> None:
-    """Serve on stdin/stdout until the client says exit."""
+    """Serve on stdin/stdout until the client says exit, through the framing layer that
+    survives malformed messages (pygls' own reader does not)."""
     debounce = os.environ.get("TRACE_LINT_LSP_DEBOUNCE")
-    create_server(float(debounce) if debounce else DEBOUNCE_SECONDS).start_io()
+    serve_stdio(create_server(float(debounce) if debounce else DEBOUNCE_SECONDS))
