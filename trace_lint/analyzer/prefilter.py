@@ -64,7 +64,7 @@ class Prefilter:
         self._all_parts = frozenset(p for _, _, parts in self._parts for p in parts)
 
     def admits(self, data: bytes, module_name: str, is_package: bool) -> bool:
-        name = module_name.encode()
+        name = module_name.encode("utf-8", "surrogateescape")  # file names need not be UTF-8
         seen: dict[bytes, bool] = {}
         absent: list[bytes] = []
 

@@ -30,13 +30,43 @@ MAX_HEADER_BYTES = 8 * 1024
 STALL_SECONDS = 0.3
 
 _TOKEN = rb"[A-Za-z0-9!#$%&'*+.^_`|~-]"  # RFC 9110 header-name characters
-_HEADER_LINE = _TOKEN + rb"+:[^\r\n]*\r\n"
-# A header block that names a plausible Content-Length, anywhere in the stream (but not
-# starting in the middle of a header name).
-_HEADER_BLOCK = re.compile(
-    rb"(?<!" + _TOKEN + rb")(?:" + _HEADER_LINE + rb")*?[Cc][Oo][Nn][Tt][Ee][Nn][Tt]-[Ll][Ee][Nn][Gg][Tt][Hh]:[ \t]*(\d{1,20})[ \t]*\r\n"
-    rb"(?:" + _HEADER_LINE + rb")*\r\n"
-)
+_HEADER_LINE = re.compile(_TOKEN + rb"+:[^\r\n]{0,%d}\r\n" % MAX_HEADER_BYTES)
+# `Content-Length: N` not in the middle of a header name, and the rest of its header block.
+_LENGTH_LINE = re.compile(rb"(?<!" + _TOKEN + rb")(?i:content-length):[ \t]*\d{1,20}[ \t]*\r\n")
+_LENGTH_LINE_MAX = 64  # "Content-Length:" with room for spaces and 20 digits
+
+
+def _length_lines(data: Union[bytes, bytearray], start: int):
+    """`_LENGTH_LINE` matches at or after `start`. A line ends in CR LF, which JSON bodies hardly
+    ever hold, so looking back from each CR LF is much faster than a regex scan of every byte."""
+    end = data.find(b"\r\n", start)
+    while end >= 0:
+        first = max(start, end - _LENGTH_LINE_MAX)
+        hit = _LENGTH_LINE.search(data, first, end + 2)
+        if hit is not None and hit.end() == end + 2:
+            yield hit
+        end = data.find(b"\r\n", end + 2)
+_BLOCK_TAIL = re.compile(rb"(?:" + _HEADER_LINE.pattern + rb")*\r\n")
+
+
+def _find_header_block(data: Union[bytes, bytearray], start: int = 0) -> Optional[int]:
+    """Where the first complete, well-formed header block at or after `start` begins.
+    Linear in len(data): candidates are found by their Content-Length line."""
+    for hit in _length_lines(data, start):
+        if _BLOCK_TAIL.match(data, hit.end()) is None:
+            continue
+        begin = hit.start()
+        # Header lines just before it (Content-Type first, say) belong to the same block.
+        while begin >= start + 2 and data[begin - 2 : begin] == b"\r\n":
+            previous = data.rfind(b"\r\n", max(0, begin - 2 - MAX_HEADER_BYTES), begin - 2)
+            line_start = previous + 2 if previous >= 0 else 0
+            if line_start < start or _HEADER_LINE.fullmatch(data, line_start, begin) is None:
+                break
+            begin = line_start
+        return begin
+    return None
+
+
 _CONTENT_LENGTH_NAME = b"content-length"
 _WHITESPACE = b" \t\r\n"
 
@@ -158,6 +188,8 @@ class FrameReader:
                             return None
                         return self._garbage(self._take(len(self._buffer)), "input ended inside a header")
                 return self._resync("no header block (expected `Content-Length: N` and a blank line)")
+            if end > MAX_HEADER_BYTES:
+                return self._resync(f"header block over {MAX_HEADER_BYTES} bytes")
             header = bytes(self._buffer[: end + 4])
             length, problem = _content_length(header)
             if problem:
@@ -178,9 +210,9 @@ class FrameReader:
         while len(self._buffer) < length:
             # A header block inside the pending body: the length was too long, and what came
             # before it is the real message.
-            marker = _HEADER_BLOCK.search(self._buffer, max(0, scanned - MAX_HEADER_BYTES))
+            marker = _find_header_block(self._buffer, max(0, scanned - MAX_HEADER_BYTES))
             if marker is not None:
-                body = self._take(marker.start())
+                body = self._take(marker)
                 return _describe(body, f"Content-Length {length} is longer than the message ({len(body)} bytes)")
             scanned = len(self._buffer)
             if self._fill(self.stall):
@@ -200,10 +232,10 @@ class FrameReader:
         # message follows: look at what comes after it.
         while True:
             rest = bytes(self._buffer[length:])
-            marker = _HEADER_BLOCK.search(rest)
-            if rest[: marker.start() if marker is not None else len(rest)].strip(_WHITESPACE):
+            marker = _find_header_block(rest)
+            if rest[: marker if marker is not None else len(rest)].strip(_WHITESPACE):
                 # More bytes before the next header: read them as the rest of this message.
-                stop = marker.start() if marker is not None else len(rest)
+                stop = marker if marker is not None else len(rest)
                 if marker is None and self._fill(self.stall):
                     continue
                 joined = self._take(length + stop)
@@ -215,9 +247,9 @@ class FrameReader:
         """Drop bytes up to the next well-formed header block, reporting what was dropped."""
         start = max(skip, 1)
         while True:
-            marker = _HEADER_BLOCK.search(self._buffer, start)
+            marker = _find_header_block(self._buffer, start)
             if marker is not None:
-                return self._garbage(self._take(marker.start()), reason)
+                return self._garbage(self._take(marker), reason)
             start = max(1, len(self._buffer) - MAX_HEADER_BYTES)
             if not self._fill(self.stall):
                 # Stalled or ended: answer for what arrived; later bytes are scanned afresh.
@@ -412,9 +444,8 @@ async def _serve(server, reader: FrameReader) -> None:
 
 
 def _send_error(protocol, request_id: Union[int, str, None], code: int, message: str) -> None:
-    from pygls.protocol.json_rpc import ResponseError
-
-    protocol._send_response(request_id, None, ResponseError(code=code, message=message))
+    # Written as a plain object: pygls leaves out an id that is None, JSON-RPC wants "id": null.
+    protocol._send_data({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
 
 
 def _log(server, message: str) -> None:
@@ -459,7 +490,8 @@ def dispatch(server, value: Any) -> None:
     except JsonRpcException as error:
         _log(server, f"dropped a message pygls cannot read: {error}")
         if is_request:
-            protocol._send_response(request_id if valid_id else None, None, error.to_response_error())
+            response = error.to_response_error()
+            _send_error(protocol, request_id if valid_id else None, response.code, response.message)
         return
     except Exception as error:
         _log(server, f"dropped an invalid message: {error}")

@@ -114,6 +114,9 @@ class TraceLintServer(LanguageServer):
             raise
         except Exception as error:  # never let one document take the server down
             self.report_failure(f"checking {uri} failed: {type(error).__name__}: {error}", traceback.format_exc())
+            document = self.open_document(uri)
+            if document is not None:
+                self.publish_failure(document.uri, document.version, document.source, error)
         finally:
             if self._pending.get(uri) is asyncio.current_task():
                 del self._pending[uri]
@@ -177,7 +180,16 @@ class TraceLintServer(LanguageServer):
                 continue
             snapshot[other.uri] = (other_path, other.version, other.source)
         loop = asyncio.get_running_loop()
-        findings = await loop.run_in_executor(self._executor, self._run_check, project, path, snapshot)
+        try:
+            findings = await loop.run_in_executor(self._executor, self._run_check, project, path, snapshot)
+        except Exception as error:
+            # Say so on every document of the check: old diagnostics would be a silent lie.
+            self.report_failure(f"checking {document.uri} failed: {type(error).__name__}: {error}", traceback.format_exc())
+            for other_uri, (_path, version, text) in snapshot.items():
+                current = self.open_document(other_uri)
+                if current is not None and current.version == version:
+                    self.publish_failure(other_uri, version, text, error)
+            return
         for other_uri, (other_path, version, text) in snapshot.items():
             current = self.open_document(other_uri)
             if current is None or current.version != version:
@@ -205,6 +217,18 @@ class TraceLintServer(LanguageServer):
         on_disk = [p for p in paths if p.is_file()]
         kept = {f.resolve() for f in discover(on_disk, settings, force_exclude=True).files}
         return {p for p in on_disk if p not in kept}
+
+    def publish_failure(self, uri: str, version: Optional[int], text: str, error: BaseException) -> None:
+        """Replace a document's diagnostics with one that says its check failed."""
+        diagnostic = types.Diagnostic(
+            range=types.Range(start=types.Position(0, 0), end=types.Position(0, 1)),
+            severity=types.DiagnosticSeverity.Error,
+            source=SOURCE,
+            message=f"trace-lint could not check this file (internal error: {type(error).__name__}: {error}); "
+            "its findings are unknown. The server log has the traceback.",
+        )
+        self.checked[uri] = _Checked(version, text, [], [diagnostic])
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=[diagnostic]))
 
     def _publish(self, uri: str, version: Optional[int], text: str, findings: list[Finding]) -> None:
         lines = split_lines(text)
