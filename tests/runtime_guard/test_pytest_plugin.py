@@ -122,6 +122,49 @@ def test_marker_reports_capture_left_open_as_a_failure(stand_in):
     result.stdout.fnmatch_lines(["*TRC401 capture left open*"])
 
 
+LEAVES_CAPTURE_OPEN = """
+import pytest
+import stand_in_ttnn as ttnn
+
+
+@pytest.fixture
+def device():
+    dev = ttnn.MeshDevice()
+    yield dev
+    # Like ttnn.close_device: a capture still recording here would be ended on a closed device.
+    assert not dev.capturing, "a capture was still recording when the device closed"
+
+
+def test_clean(device):
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    ttnn.end_trace_capture(device, tid, cq_id=0)
+
+
+def test_forgets_end(device):
+    ttnn.begin_trace_capture(device, cq_id=0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_session_guard_fails_the_test_that_leaves_a_capture_open(stand_in, mode):
+    stand_in.makepyfile(test_model=LEAVES_CAPTURE_OPEN)
+    result = stand_in.runpytest("--trace-guard", f"--trace-guard-mode={mode}", "-p", "no:cacheprovider", "-rA")
+    if mode == "raise":
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines([
+            "E *TraceSafetyError: *: test_model.py::test_forgets_end left a capture open; 1 violation:",
+            "FAILED test_model.py::test_forgets_end - trace_lint.runtime_guard.report.Trac*",
+        ])
+    else:
+        result.assert_outcomes(passed=2, warnings=1)
+        result.stdout.fnmatch_lines(["*test_model.py::test_forgets_end left a capture open*"])
+    # Ended by the guard before the device fixture tore down; nothing left for the session's end.
+    assert "a capture was still recording when the device closed" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*0 ops recorded, aborted, executed 0x, 1 violation*", "*TRC401 capture left open*"])
+    assert result.ret == (1 if mode == "raise" else 0)
+    assert not is_installed()
+
+
 def test_without_ttnn_the_run_is_undisturbed(pytester, monkeypatch):
     monkeypatch.setenv("TRACE_LINT_GUARD_TTNN_MODULE", "no_such_ttnn_module_here")
     monkeypatch.setenv("TRACE_LINT_GUARD_TORCH", "0")  # torch may be installed here

@@ -635,8 +635,11 @@ class Runtime:
         try:
             result = original(*args, **kwargs)
         except BaseException as error:
-            # Whatever state ttnn is left in, this capture records nothing more: later ops are
-            # not attributed to it, and the guard will not end it again at exit.
+            if self._ttnn_says_recording(capture.device):
+                # ttnn refused this end (a wrong cq_id, say) and still records: so does the guard.
+                raise
+            # ttnn stopped recording: so does the guard. Later ops are not attributed to this
+            # capture, and the guard will not end it again at exit.
             first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
             capture.record.end_frame = self.frames.user_frame()
             self._close(capture, f"end failed ({type(error).__name__}: {first_line[:200]})")
@@ -665,6 +668,21 @@ class Runtime:
         for violation in violations:
             warn(capture.record, violation)
         return result
+
+    def _ttnn_says_recording(self, device: Any) -> bool:
+        """ttnn's own answer to "is a capture still recording on this device"; False when it
+        cannot say."""
+        check = getattr(self.ttnn, "is_trace_capture_active", None)
+        if check is None or device is None:
+            return False
+        saved = getattr(self.local, "depth", 0)
+        self.local.depth = 1
+        try:
+            return bool(check(device))
+        except Exception:
+            return False
+        finally:
+            self.local.depth = saved
 
     def _release_quietly(self, capture: _Capture) -> None:
         release = self.original.get("release_trace")
