@@ -245,6 +245,54 @@ def test_plugin_on_real_ttnn_mock_device(tmp_path):
     assert f"test_real.py:{line} in test_capture_that_reads" in out
 
 
+REAL_TTNN_LEAVES_OPEN = """
+import pytest
+import ttnn
+
+
+@pytest.fixture
+def device():
+    d = ttnn.open_device(device_id=0, trace_region_size=10_000_000)
+    yield d
+    ttnn.close_device(d)
+
+
+def test_clean(device):
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    ttnn.end_trace_capture(device, tid, cq_id=0)
+    ttnn.release_trace(device, tid)
+
+
+def test_forgets_end(device):
+    ttnn.begin_trace_capture(device, cq_id=0)
+"""
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TRACE_LINT_TTNN_PYTHON") or not os.environ.get("TT_METAL_MOCK_CLUSTER_DESC_PATH"),
+    reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
+)
+def test_plugin_fails_the_test_that_leaves_a_capture_open_on_the_mock_device(tmp_path):
+    (tmp_path / "test_real.py").write_text(REAL_TTNN_LEAVES_OPEN)
+    env = dict(os.environ)
+    env.pop("TRACE_LINT_GUARD_TTNN_MODULE", None)
+    env["PYTHONPATH"] = str(ROOT)
+    env["COLUMNS"] = "400"
+    proc = subprocess.run(
+        [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", "--trace-guard", "-p", "no:cacheprovider", "-q",
+         "test_real.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "1 failed, 1 passed" in out
+    assert "FAILED test_real.py::test_forgets_end - trace_lint.runtime_guard.report.TraceSafetyError" in out
+    assert "test_real.py::test_forgets_end left a capture open" in out
+    # Ended while the device was open: no TT_FATAL from ending it on a closed device.
+    assert "TT_FATAL" not in out + proc.stderr
+    assert "end_trace_capture failed" not in out
+
+
 def test_entry_point_is_declared_and_installed():
     tomllib = pytest.importorskip("tomllib")  # 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
