@@ -20,9 +20,9 @@ WAIT_LIMIT = 60.0  # fails instead of hanging when the server never answers
 class RawClient:
     """JSON-RPC over the server's stdin/stdout, framed by hand."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, command: "list[str] | None" = None):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trace_lint", "lsp"],
+            command or [sys.executable, "-m", "trace_lint", "lsp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

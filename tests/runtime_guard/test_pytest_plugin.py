@@ -122,6 +122,49 @@ def test_marker_reports_capture_left_open_as_a_failure(stand_in):
     result.stdout.fnmatch_lines(["*TRC401 capture left open*"])
 
 
+LEAVES_CAPTURE_OPEN = """
+import pytest
+import stand_in_ttnn as ttnn
+
+
+@pytest.fixture
+def device():
+    dev = ttnn.MeshDevice()
+    yield dev
+    # Like ttnn.close_device: a capture still recording here would be ended on a closed device.
+    assert not dev.capturing, "a capture was still recording when the device closed"
+
+
+def test_clean(device):
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    ttnn.end_trace_capture(device, tid, cq_id=0)
+
+
+def test_forgets_end(device):
+    ttnn.begin_trace_capture(device, cq_id=0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_session_guard_fails_the_test_that_leaves_a_capture_open(stand_in, mode):
+    stand_in.makepyfile(test_model=LEAVES_CAPTURE_OPEN)
+    result = stand_in.runpytest("--trace-guard", f"--trace-guard-mode={mode}", "-p", "no:cacheprovider", "-rA")
+    if mode == "raise":
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines([
+            "E *TraceSafetyError: *: test_model.py::test_forgets_end left a capture open; 1 violation:",
+            "FAILED test_model.py::test_forgets_end - trace_lint.runtime_guard.report.Trac*",
+        ])
+    else:
+        result.assert_outcomes(passed=2, warnings=1)
+        result.stdout.fnmatch_lines(["*test_model.py::test_forgets_end left a capture open*"])
+    # Ended by the guard before the device fixture tore down; nothing left for the session's end.
+    assert "a capture was still recording when the device closed" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*0 ops recorded, aborted, executed 0x, 1 violation*", "*TRC401 capture left open*"])
+    assert result.ret == (1 if mode == "raise" else 0)
+    assert not is_installed()
+
+
 def test_without_ttnn_the_run_is_undisturbed(pytester, monkeypatch):
     monkeypatch.setenv("TRACE_LINT_GUARD_TTNN_MODULE", "no_such_ttnn_module_here")
     monkeypatch.setenv("TRACE_LINT_GUARD_TORCH", "0")  # torch may be installed here
@@ -200,6 +243,54 @@ def test_plugin_on_real_ttnn_mock_device(tmp_path):
     assert "2 captures guarded, 1 clean, 1 with violations, 0 replays" in out
     line = REAL_TTNN_TEST.splitlines().index("        x.to_numpy()") + 1
     assert f"test_real.py:{line} in test_capture_that_reads" in out
+
+
+REAL_TTNN_LEAVES_OPEN = """
+import pytest
+import ttnn
+
+
+@pytest.fixture
+def device():
+    d = ttnn.open_device(device_id=0, trace_region_size=10_000_000)
+    yield d
+    ttnn.close_device(d)
+
+
+def test_clean(device):
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    ttnn.end_trace_capture(device, tid, cq_id=0)
+    ttnn.release_trace(device, tid)
+
+
+def test_forgets_end(device):
+    ttnn.begin_trace_capture(device, cq_id=0)
+"""
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TRACE_LINT_TTNN_PYTHON") or not os.environ.get("TT_METAL_MOCK_CLUSTER_DESC_PATH"),
+    reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
+)
+def test_plugin_fails_the_test_that_leaves_a_capture_open_on_the_mock_device(tmp_path):
+    (tmp_path / "test_real.py").write_text(REAL_TTNN_LEAVES_OPEN)
+    env = dict(os.environ)
+    env.pop("TRACE_LINT_GUARD_TTNN_MODULE", None)
+    env["PYTHONPATH"] = str(ROOT)
+    env["COLUMNS"] = "400"
+    proc = subprocess.run(
+        [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", "--trace-guard", "-p", "no:cacheprovider", "-q",
+         "test_real.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
+    assert "1 failed, 1 passed" in out
+    assert "FAILED test_real.py::test_forgets_end - trace_lint.runtime_guard.report.TraceSafetyError" in out
+    assert "test_real.py::test_forgets_end left a capture open" in out
+    # Ended while the device was open: no TT_FATAL from ending it on a closed device.
+    assert "TT_FATAL" not in out + proc.stderr
+    assert "end_trace_capture failed" not in out
 
 
 def test_entry_point_is_declared_and_installed():

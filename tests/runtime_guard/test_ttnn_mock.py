@@ -195,3 +195,17 @@ def test_reentrant_guards_and_threads_restore_every_patch(tmp_path_factory):
     assert r["inner_is_patched"] and r["still_patched_in_outer"] and r["patched_while_g1"]
     assert r["restored"] is True
     assert r["errors"] == []
+
+
+def test_an_end_ttnn_refuses_keeps_the_capture_and_a_later_end_works(tmp_path_factory):
+    r = run_scenario("end_fails", tmp_path_factory)
+    assert r["wrong_queue"]["raised"] == "RuntimeError" and "TT_FATAL" in r["wrong_queue"]["message"]
+    assert r["status_after_wrong_queue"] == "recording"  # ttnn still records, and says so
+    assert r["end"]["raised"] is None and r["status_after_end"] == "ended"
+    assert r["active_after"] is False and r["violations"] == []
+
+
+def test_each_thread_keeps_its_guards_mode_on_the_real_ttnn(tmp_path_factory):
+    r = run_scenario("thread_modes", tmp_path_factory)
+    assert r["raise"]["raised"] == "TraceSafetyError" and r["raise_status"] == "aborted", r
+    assert r["warn"]["raised"] is None and r["warn_status"] == "released", r

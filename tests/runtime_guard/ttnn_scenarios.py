@@ -411,6 +411,60 @@ def scenario_reentrant_threads(device):
     RESULT["errors"] = errors
 
 
+def scenario_end_fails(device):
+    """The real end_trace_capture raising: on a queue that is not capturing ttnn says TT_FATAL
+    and still records; the guard follows ttnn's own is_trace_capture_active."""
+    with guard("raise") as g:
+        x = on_device(device)
+        ttnn.relu(x)
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        RESULT["wrong_queue"] = outcome(lambda: ttnn.end_trace_capture(device, tid, cq_id=1))
+        RESULT["status_after_wrong_queue"] = g.captures[0].status
+        RESULT["end"] = outcome(lambda: ttnn.end_trace_capture(device, tid, cq_id=0))
+        RESULT["status_after_end"] = g.captures[0].status
+        ttnn.release_trace(device, tid)
+    RESULT["active_after"] = ttnn.is_trace_capture_active(device)
+    RESULT["violations"] = [v.code for v in g.violations]
+
+
+def scenario_thread_modes(device):
+    """guard("raise") on one thread, guard("warn") on another, both active: each keeps its mode."""
+    x = on_device(device)
+    both_in = threading.Barrier(2, timeout=60)
+    raise_done = threading.Event()
+    found = {}
+
+    def run(mode):
+        try:
+            with guard(mode) as g:
+                both_in.wait()
+                if mode == "warn":
+                    raise_done.wait(60)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    found[mode] = outcome(lambda: ttnn.synchronize_device(device))
+                finally:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        if g.captures[-1].status == "recording":
+                            ttnn.end_trace_capture(device, tid, cq_id=0)
+                        ttnn.release_trace(device, tid)
+                    raise_done.set()
+                found[mode + "_status"] = g.captures[-1].status
+                both_in.wait()
+        except BaseException as error:  # pragma: no cover - reported
+            found[mode] = repr(error)
+            raise_done.set()
+
+    threads = [threading.Thread(target=run, args=(m,)) for m in ("raise", "warn")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    RESULT.update(found)
+    ttnn.relu(x)
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 

@@ -20,9 +20,7 @@ from typing import Optional, Sequence
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -30,6 +28,7 @@ from ..analyzer.discovery import discover
 from ..analyzer.findings import Edit, Finding, Related
 from ..checker import check
 from ..config import ConfigError, Settings, load_settings
+from .framing import serve_stdio
 from .noqa import suppression_edit
 from .positions import split_lines, to_client
 
@@ -65,20 +64,9 @@ class _Project:
     settings: Settings
 
 
-class _Protocol(LanguageServerProtocol):
-    def structure_message(self, data):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            # pygls drops a request whose params do not parse; answer it, or the client waits forever.
-            if isinstance(data, dict) and "method" in data and "id" in data and "error" not in data:
-                self._send_response(data["id"], None, error.to_response_error())
-            raise
-
-
 class TraceLintServer(LanguageServer):
     def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
-        super().__init__("trace-lint", __version__, protocol_cls=_Protocol)
+        super().__init__("trace-lint", __version__)
         self.debounce = debounce
         self.checked: dict[str, _Checked] = {}
         self._pending: dict[str, asyncio.Task] = {}
@@ -126,6 +114,9 @@ class TraceLintServer(LanguageServer):
             raise
         except Exception as error:  # never let one document take the server down
             self.report_failure(f"checking {uri} failed: {type(error).__name__}: {error}", traceback.format_exc())
+            document = self.open_document(uri)
+            if document is not None:
+                self.publish_failure(document.uri, document.version, document.source, error)
         finally:
             if self._pending.get(uri) is asyncio.current_task():
                 del self._pending[uri]
@@ -189,7 +180,16 @@ class TraceLintServer(LanguageServer):
                 continue
             snapshot[other.uri] = (other_path, other.version, other.source)
         loop = asyncio.get_running_loop()
-        findings = await loop.run_in_executor(self._executor, self._run_check, project, path, snapshot)
+        try:
+            findings = await loop.run_in_executor(self._executor, self._run_check, project, path, snapshot)
+        except Exception as error:
+            # Say so on every document of the check: old diagnostics would be a silent lie.
+            self.report_failure(f"checking {document.uri} failed: {type(error).__name__}: {error}", traceback.format_exc())
+            for other_uri, (_path, version, text) in snapshot.items():
+                current = self.open_document(other_uri)
+                if current is not None and current.version == version:
+                    self.publish_failure(other_uri, version, text, error)
+            return
         for other_uri, (other_path, version, text) in snapshot.items():
             current = self.open_document(other_uri)
             if current is None or current.version != version:
@@ -217,6 +217,18 @@ class TraceLintServer(LanguageServer):
         on_disk = [p for p in paths if p.is_file()]
         kept = {f.resolve() for f in discover(on_disk, settings, force_exclude=True).files}
         return {p for p in on_disk if p not in kept}
+
+    def publish_failure(self, uri: str, version: Optional[int], text: str, error: BaseException) -> None:
+        """Replace a document's diagnostics with one that says its check failed."""
+        diagnostic = types.Diagnostic(
+            range=types.Range(start=types.Position(0, 0), end=types.Position(0, 1)),
+            severity=types.DiagnosticSeverity.Error,
+            source=SOURCE,
+            message=f"trace-lint could not check this file (internal error: {type(error).__name__}: {error}); "
+            "its findings are unknown. The server log has the traceback.",
+        )
+        self.checked[uri] = _Checked(version, text, [], [diagnostic])
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=[diagnostic]))
 
     def _publish(self, uri: str, version: Optional[int], text: str, findings: list[Finding]) -> None:
         lines = split_lines(text)
@@ -413,6 +425,7 @@ def _recheck_all(ls: TraceLintServer) -> None:
 
 
 def start() -> None:
-    """Serve on stdin/stdout until the client says exit."""
+    """Serve on stdin/stdout until the client says exit, through the framing layer that
+    survives malformed messages (pygls' own reader does not)."""
     debounce = os.environ.get("TRACE_LINT_LSP_DEBOUNCE")
-    create_server(float(debounce) if debounce else DEBOUNCE_SECONDS).start_io()
+    serve_stdio(create_server(float(debounce) if debounce else DEBOUNCE_SECONDS))

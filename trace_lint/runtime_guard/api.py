@@ -1,10 +1,22 @@
-"""The one table of ttnn and torch names the runtime guard patches or classifies.
+"""The ttnn and torch names the runtime guard patches or classifies.
 
-Everything the guard knows about ttnn 0.81.1's and torch's (CUDA graphs) surface lives here,
-so a new release means editing this file only.
+The names come from the reviewed table the static rules read too (trace_lint/data/api.toml,
+through trace_lint.api_tables), so the two sides cannot drift: a new API name goes into that
+table once. What is left here is how the guard acts on each category (violation kinds, hints)
+and the few names that only exist at run time (dunder methods, aten op packets).
 """
 
 from __future__ import annotations
+
+from trace_lint.api_tables import tables as _tables
+
+_TTNN = _tables().ttnn
+_TORCH = _tables().torch
+
+
+def _short(names, prefix: str = "ttnn.") -> list[str]:
+    """"ttnn.zeros" -> "zeros" (the attribute of the module), sorted for a stable order."""
+    return sorted(name[len(prefix):] for name in names if name.startswith(prefix))
 
 # Violation kinds. Each maps to the static rule that would have caught it (see KINDS).
 HOST_TRANSFER = "host-transfer"
@@ -164,68 +176,42 @@ KINDS: dict[str, KindInfo] = {
     ),
 }
 
-# Plain (nanobind) functions, patched as attributes of the module `ttnn`.
+# Plain (nanobind) functions, patched as attributes of the module `ttnn`, and their role.
 # `_ttnn_execute_trace` is what `ttnn.execute_trace` calls when ttnn's allocation tracker
 # wraps it (TT_METAL_TRACE_ALLOC_TRACKING=1); without the tracker both names are one object.
 TTNN_FUNCTIONS: dict[str, str] = {
-    "begin_trace_capture": "begin",
-    "end_trace_capture": "end",
-    "execute_trace": "execute",
-    "_ttnn_execute_trace": "execute",
-    "release_trace": "release",
-    "synchronize_device": "sync",
-    "record_event": "sync",
-    "wait_for_event": "sync",
-    "event_synchronize": "sync",
+    **{name: "begin" for name in _short(_TTNN.capture_begin)},
+    **{name: "end" for name in _short(_TTNN.capture_end)},
+    **{name: "execute" for name in _short(_TTNN.execute) + _short(_TTNN.execute_aliases)},
+    **{name: "release" for name in _short(_TTNN.release)},
+    **{name: "sync" for name in _short(_TTNN.syncs)},
 }
 
 # The class whose __call__ every registered ttnn op goes through (797 ops in 0.81.1).
 FAST_OPERATION = ("decorators", "FastOperation")
 
-# Tensor methods that read device memory back to the host (repr prints the values;
-# str and format fall back to repr).
-TENSOR_READ_METHODS: tuple[str, ...] = (
-    "cpu",
-    "to_torch",
-    "to_torch_with_padded_shape",
-    "to_numpy",
-    "to_list",
-    "item",
-    "__repr__",
+# Tensor methods that read device memory back to the host (those ttnn.Tensor has), and
+# repr, which prints the values (str and format fall back to it: the table's `formatting`).
+TENSOR_READ_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.read_methods)) + (
+    ("__repr__",) if "repr" in _tables().python.formatting else ()
 )
 # Tensor.to(device) writes a host tensor to the device; Tensor.to(layout) stays on the host.
-TENSOR_TRANSFER_METHODS: tuple[str, ...] = ("to",)
-TENSOR_FREE_METHODS: tuple[str, ...] = ("deallocate",)
+TENSOR_TRANSFER_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.transfer_methods))
+TENSOR_FREE_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.deallocate_methods))
 
-# Registered ops by python_fully_qualified_name whose kind does not depend on the inputs.
-OP_KINDS: dict[str, str] = {
-    "ttnn.to_device": HOST_TRANSFER,
-    "ttnn.copy_host_to_device_tensor": HOST_TRANSFER,
-    "ttnn.copy_host_to_device_tensor_partial": HOST_TRANSFER,
-    "ttnn.from_device": DEVICE_READ,
-    "ttnn.to_torch": DEVICE_READ,
-    "ttnn.copy_device_to_host_tensor": DEVICE_READ,
-    "ttnn.zeros": TENSOR_CREATION,
-    "ttnn.ones": TENSOR_CREATION,
-    "ttnn.full": TENSOR_CREATION,
-    "ttnn.empty": TENSOR_CREATION,
-    "ttnn.rand": TENSOR_CREATION,
-    "ttnn.randn": TENSOR_CREATION,
-    "ttnn.arange": TENSOR_CREATION,
-    "ttnn.zeros_like": TENSOR_CREATION,
-    "ttnn.ones_like": TENSOR_CREATION,
-    "ttnn.full_like": TENSOR_CREATION,
-    "ttnn.empty_like": TENSOR_CREATION,
-    "ttnn.allocate_tensor_on_device": TENSOR_CREATION,
-    "ttnn.allocate_tensor_on_host": TENSOR_CREATION,
-    "ttnn.from_buffer": TENSOR_CREATION,
-}
 # Host data in, device tensor out when a device is given: a transfer and a creation.
-OPS_TRANSFER_IF_DEVICE: frozenset[str] = frozenset({"ttnn.from_torch", "ttnn.as_tensor"})
+OPS_TRANSFER_IF_DEVICE: frozenset[str] = frozenset(_TTNN.host_to_device_if_device_kwarg)
+# Registered ops by python_fully_qualified_name whose kind does not depend on the inputs.
+# Constructors (ttnn.Tensor) are no registered op; the transfer-if-device ops are decided per call.
+OP_KINDS: dict[str, str] = {
+    **{name: TENSOR_CREATION for name in sorted(_TTNN.creators - _TTNN.tensor_types - OPS_TRANSFER_IF_DEVICE)},
+    **{name: HOST_TRANSFER for name in sorted(_TTNN.host_to_device)},
+    **{name: DEVICE_READ for name in sorted(_TTNN.device_to_host)},
+}
 # Ops that free a buffer.
-FREE_OPS: frozenset[str] = frozenset({"ttnn.deallocate"})
+FREE_OPS: frozenset[str] = frozenset(_TTNN.deallocate)
 # Ops that compile no program, so they never miss the program cache.
-NO_PROGRAM_OPS: frozenset[str] = frozenset({"ttnn.deallocate"})
+NO_PROGRAM_OPS: frozenset[str] = frozenset(_TTNN.deallocate)
 # Keyword arguments that pick a command queue; not part of an op's program signature.
 QUEUE_KWARGS: frozenset[str] = frozenset({"queue_id", "cq_id"})
 
@@ -236,16 +222,11 @@ TRACKER_ERROR_MARKER = "still alive before trace replay"
 TORCH_READ_FUNCTIONS: frozenset[str] = frozenset(
     {"item", "tolist", "numpy", "cpu", "__repr__", "__format__", "__bool__", "__int__", "__float__", "__index__"}
 )
+# torch functions that make a tensor (names as TorchFunctionMode sees them), and `clone`, a
+# method that makes one too: during a ttnn capture any of them is host work replay skips.
 TORCH_CREATION_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        "tensor", "as_tensor", "asarray", "from_numpy", "frombuffer",
-        "zeros", "ones", "full", "empty", "empty_strided", "eye",
-        "rand", "randn", "randint", "randperm", "normal",
-        "arange", "range", "linspace", "logspace",
-        "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
-        "clone",
-    }
-)
+    _short(_TORCH.creators | _TORCH.host_creators | _TORCH.like_creators, "torch.")
+) | frozenset({"clone"})
 # Host metadata, not tensor work: reading these during a capture is harmless.
 TORCH_METADATA_FUNCTIONS: frozenset[str] = frozenset(
     {
@@ -258,21 +239,25 @@ TORCH_METADATA_FUNCTIONS: frozenset[str] = frozenset(
 # ---------------------------------------------------------------- CUDA graphs (torch)
 # Methods of torch.cuda.CUDAGraph, patched while a guard is active (torch.cuda.graph and
 # make_graphed_callables call them).
-CUDA_GRAPH_METHODS: dict[str, str] = {"capture_begin": "begin", "capture_end": "end", "replay": "replay"}
-# Functions that block the host on the GPU: (module under torch, name).
-CUDA_SYNC_FUNCTIONS: tuple[tuple[str, str], ...] = (("cuda", "synchronize"), ("accelerator", "synchronize"))
-# Stream and event methods that block on, or poll, the GPU: (class under torch.cuda, method).
-CUDA_SYNC_METHODS: tuple[tuple[str, str], ...] = (
-    ("Stream", "synchronize"),
-    ("Stream", "query"),
-    ("Event", "synchronize"),
-    ("Event", "query"),
+CUDA_GRAPH_METHODS: dict[str, str] = {
+    **{name: "begin" for name in sorted(_TORCH.graph_begin_methods)},
+    **{name: "end" for name in sorted(_TORCH.graph_end_methods)},
+    **{name: "replay" for name in sorted(_TORCH.graph_replay_methods)},
+}
+# Functions that block the host on the GPU: (module under torch, name), and stream and event
+# methods that block on, or poll, the GPU: (class under torch.cuda, method). Both from `syncs`.
+CUDA_SYNC_FUNCTIONS: tuple[tuple[str, str], ...] = tuple(
+    tuple(name.split(".")[1:]) for name in sorted(_TORCH.syncs) if name.count(".") == 2  # type: ignore[misc]
+)
+CUDA_SYNC_METHODS: tuple[tuple[str, str], ...] = tuple(
+    tuple(name.split(".")[2:]) for name in sorted(_TORCH.syncs)  # type: ignore[misc]
+    if name.startswith("torch.cuda.") and name.count(".") == 3
 )
 # TorchFunctionMode names that read tensor values into Python (TORCH_READ_FUNCTIONS above) and
 # torch functions whose output shape depends on the values of their input.
 CUDA_DATA_DEPENDENT_FUNCTIONS: frozenset[str] = frozenset(
-    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "repeat_interleave"}
-)
+    _short(_TORCH.data_dependent_shape | _TORCH.data_dependent_unless_output_size, "torch.")
+) | _TORCH.data_dependent_shape_methods | _TORCH.data_dependent_unless_output_size_methods
 # The same at the aten level (TorchDispatchMode, overload packet names): seen also when torch
 # calls them inside a composite op. repeat_interleave counts only without output_size.
 ATEN_HOST_READS: frozenset[str] = frozenset({"_local_scalar_dense", "item"})

@@ -15,7 +15,8 @@ import weakref
 from typing import Any, Callable, Optional
 
 from trace_lint.runtime_guard import api
-from trace_lint.runtime_guard.patching import Patcher
+from trace_lint.runtime_guard.guard_set import GuardSet
+from trace_lint.runtime_guard.patching import Patcher, RestoreError
 from trace_lint.runtime_guard.report import (
     CaptureRecord,
     FrameFinder,
@@ -184,7 +185,7 @@ class CudaRuntime:
         self.lock = threading.RLock()
         self.local = threading.local()
         self.patcher = Patcher()
-        self.guards: list = []
+        self.guards = GuardSet()
         self.recording: list[_Capture] = []
         self.by_graph: Any = weakref.WeakKeyDictionary()
         self.original: dict[str, Callable] = {}
@@ -192,8 +193,11 @@ class CudaRuntime:
 
     @property
     def mode(self) -> str:
-        guards = self.guards
-        return guards[-1].mode if guards else "warn"
+        """The mode of the calling thread's innermost guard."""
+        return self.guards.mode()
+
+    def mode_for(self, capture: Optional["_Capture"]) -> str:
+        return self.guards.mode(capture.guards if capture is not None else ())
 
     # ----------------------------------------------------------------- install
     def install(self) -> None:
@@ -215,8 +219,12 @@ class CudaRuntime:
                 if owner is not None and hasattr(owner, name):
                     label = f"torch.cuda.{class_name}.{name}"
                     self.patcher.patch(owner, name, self._sync_wrapper(label, getattr(owner, name)))
-        except BaseException:
-            self.patcher.restore()
+        except BaseException as error:
+            try:
+                self.patcher.restore()
+            except RestoreError as restore_error:  # keep the install error; say what stays patched
+                if hasattr(error, "add_note"):
+                    error.add_note(str(restore_error))
             raise
 
     def uninstall(self) -> None:
@@ -258,7 +266,7 @@ class CudaRuntime:
             if key not in capture.seen:
                 capture.seen.add(key)
                 capture.record.violations.append(violation)
-        if stop and self.mode == "raise":
+        if stop and self.mode_for(capture) == "raise":
             capture.stopped = True
             raise TraceSafetyError(
                 format_report(capture.record, capture.record.violations,
@@ -404,7 +412,7 @@ class CudaRuntime:
             record = CaptureRecord(device=self._device_name(), trace_id=self._count, cq_id=None,
                                    begin_frame=frame, begin_order=self._count, label="CUDA graph")
             capture = _Capture(record, graph)
-            capture.guards = list(self.guards)
+            capture.guards = self.guards.for_new_capture()
             for guard in capture.guards:
                 guard._captures.append(record)
             try:
@@ -464,7 +472,7 @@ class CudaRuntime:
         violations = record.violations
         if not violations:
             return result
-        if self.mode == "raise":
+        if self.mode_for(capture) == "raise":
             if in_flight is None and not capture.stopped:  # a stopped call has raised already
                 raise TraceSafetyError(report, violations, record)
             # Do not replace the exception already on its way out; tell it what the guard saw.
@@ -517,15 +525,27 @@ class CudaRuntime:
     # ----------------------------------------------------------------- guard exit
     def close_left_open(self, guard: Any) -> list[Violation]:
         """Graphs this guard saw begin that still record: report them and end their capture."""
-        found = []
         with self.lock:
             left = [c for c in self.recording if guard in c.guards]
+        return self.close_captures(left, "still recording when the guard exited; the guard ended the capture")
+
+    def recording_records(self) -> list[CaptureRecord]:
+        with self.lock:
+            return [c.record for c in self.recording]
+
+    def close_records(self, records: list[CaptureRecord], why: str) -> list[Violation]:
+        wanted = {id(r) for r in records}
+        with self.lock:
+            left = [c for c in self.recording if id(c.record) in wanted]
+        return self.close_captures(left, why)
+
+    def close_captures(self, left: list, why: str) -> list[Violation]:
+        found = []
         end = self.original.get("capture_end")
         for capture in left:
             record = capture.record
             violation = Violation(
-                api.CUDA_LEFT_OPEN, "CUDAGraph.capture_begin", record.device, record.begin_frame,
-                "still recording when the guard exited; the guard ended the capture", trace=record.name,
+                api.CUDA_LEFT_OPEN, "CUDAGraph.capture_begin", record.device, record.begin_frame, why, trace=record.name,
             )
             with self.lock:
                 record.violations.append(violation)

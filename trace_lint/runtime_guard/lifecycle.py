@@ -11,6 +11,7 @@ import warnings
 from typing import Any, Optional
 
 from trace_lint.runtime_guard import api
+from trace_lint.runtime_guard.patching import RestoreError
 from trace_lint.runtime_guard.report import (
     CaptureRecord,
     TraceSafetyError,
@@ -26,6 +27,9 @@ _runtime: Any = None  # ttnn
 _cuda: Any = None  # torch CUDA graphs
 _waiting: list["Guard"] = []  # active guards that will join the CUDA runtime once torch is imported
 _installed: list["Guard"] = []  # guards started with install(), for uninstall() without an argument
+# Runtimes whose last guard left but some of whose patches could not be undone: retried on the
+# next uninstall, and is_installed() stays true while they hold patches.
+_leftover: list[Any] = []
 
 
 def active_runtime() -> Any:
@@ -150,8 +154,26 @@ class Guard:
         if module is None:
             if not _importable("ttnn"):
                 return None
-            import ttnn as module  # noqa: PLC0415 - only when a guard is used
+            try:
+                import ttnn as module  # noqa: PLC0415 - only when a guard is used
+            except Exception as error:
+                raise ImportError(
+                    f"trace-lint runtime guard: ttnn is installed but `import ttnn` failed: {type(error).__name__}: {error}"
+                ) from error
         return module
+
+    def _nothing_to_guard(self) -> str:
+        if self._ttnn_module is False:
+            ttnn = "ttnn is off (ttnn_module=False)"
+        else:
+            ttnn = "ttnn is not importable (pip install ttnn)"
+        if self._torch is False:
+            torch = "torch is off (torch=False)"
+        elif self._torch is None and os.environ.get(api.TORCH_ENV, "1") == "0":
+            torch = f"torch is off ({api.TORCH_ENV}=0 in the environment)"
+        else:
+            torch = "torch is not importable"
+        return f"trace-lint runtime guard: nothing to guard: {ttnn} and {torch}"
 
     def _join_ttnn(self, module: Any) -> None:
         global _runtime
@@ -191,7 +213,13 @@ class Guard:
                     # After ttnn: importing ttnn imports torch.
                     torch_ready = self._wants_torch() and ("torch" in sys.modules or self._torch is True)
                     if torch_ready:
-                        import torch  # noqa: PLC0415 - loaded already, or asked for
+                        try:
+                            import torch  # noqa: PLC0415 - loaded already, or asked for
+                        except ImportError as error:
+                            raise ImportError(
+                                "trace-lint runtime guard: guard(torch=True) needs torch, and `import torch` "
+                                f"failed: {error} (install torch, or pass torch=None to guard it only when present)"
+                            ) from error
 
                         self._join_cuda(torch)
                     elif self._wants_torch() and _importable("torch"):
@@ -199,65 +227,86 @@ class Guard:
                         if _hook not in sys.meta_path:
                             sys.meta_path.insert(0, _hook)
                     elif module is None:
-                        raise ImportError(
-                            "trace-lint runtime guard: nothing to guard: ttnn is not importable and torch is "
-                            + ("not importable" if self._wants_torch() else f"off ({api.TORCH_ENV}=0)")
-                        )
-                except BaseException:
-                    self._leave()
+                        raise ImportError(self._nothing_to_guard())
+                except BaseException as error:
+                    _left, problems = self._leave()
                     self._depth -= 1
+                    if problems and hasattr(error, "add_note"):
+                        error.add_note("; ".join(problems))
                     raise
         return self
 
-    def _leave(self) -> list[Violation]:
+    def _leave(self) -> tuple[list[Violation], list[str]]:
         """Drop out of both runtimes; uninstall a runtime when its last guard leaves. Returns the
-        captures this guard saw begin that were still open (now ended by the guard)."""
+        captures this guard saw begin that were still open (now ended by the guard), and what
+        went wrong on the way (each step runs whatever failed before it)."""
         global _runtime, _cuda
         left: list[Violation] = []
+        problems: list[str] = []
         with _state_lock:
             if self in _waiting:
                 _waiting.remove(self)
             if not _waiting and _hook in sys.meta_path:
                 sys.meta_path.remove(_hook)
-            try:
-                for runtime in (_runtime, _cuda):
-                    if runtime is not None and self in runtime.guards:
+            for runtime in (_runtime, _cuda):
+                if runtime is not None and self in runtime.guards:
+                    try:
                         left += runtime.close_left_open(self)
-            finally:
-                for name in ("_runtime", "_cuda"):
-                    runtime = globals()[name]
-                    if runtime is None:
-                        continue
-                    with runtime.lock:
-                        if self in runtime.guards:
-                            runtime.guards.remove(self)
-                        last = not runtime.guards
-                    if last:
-                        globals()[name] = None
-                        runtime.uninstall()
-                if self in _installed:
-                    _installed.remove(self)
-        return left
+                    except Exception as error:
+                        problems.append(f"closing captures left open failed: {type(error).__name__}: {error}")
+            for name in ("_runtime", "_cuda"):
+                runtime = globals()[name]
+                if runtime is None:
+                    continue
+                with runtime.lock:
+                    if self in runtime.guards:
+                        runtime.guards.remove(self)
+                    last = not runtime.guards
+                if not last:
+                    continue
+                globals()[name] = None
+                try:
+                    runtime.uninstall()
+                except RestoreError as error:
+                    _leftover.append(runtime)
+                    problems.append(str(error))
+                except Exception as error:
+                    if runtime.patcher.pending():
+                        _leftover.append(runtime)
+                    problems.append(f"trace-lint runtime guard: uninstall failed: {type(error).__name__}: {error}")
+            problems += _retry_leftovers()
+            if self in _installed:
+                _installed.remove(self)
+        return left, problems
 
     def uninstall(self, exc: Optional[BaseException] = None) -> list[Violation]:
-        """Leave the guard; report captures it saw begin that are still open (TRC401)."""
+        """Leave the guard; report captures it saw begin that are still open (TRC401).
+
+        With `exc` (the exception leaving the guarded block) nothing here replaces it: what the
+        guard found, or failed to undo, is added to it as a note and warned about."""
         with self._lock:
             if self._depth == 0:
                 return []
             self._depth -= 1
             if self._depth > 0:
                 return []
-            left = self._leave()
-        if left:
-            message = format_report(None, left, "capture left open when the guard exited")
-            if self.mode == "raise" and exc is None:
+            left, problems = self._leave()
+        message = format_report(None, left, "capture left open when the guard exited") if left else ""
+        if exc is not None:
+            for note in ([message] if message else []) + problems:
+                if hasattr(exc, "add_note"):
+                    exc.add_note(note)
+            for problem in problems:
+                warnings.warn(problem, TraceSafetyWarning, stacklevel=3)
+        else:
+            if problems:
+                raise RestoreError(problems, "\n".join(problems + ([message] if message else [])))
+            if left and self.mode == "raise":
                 raise TraceSafetyError(message, left)
-            if exc is not None and hasattr(exc, "add_note"):
-                exc.add_note(message)
-            for violation in left:
-                warnings.warn_explicit(
-                    violation.format(), TraceSafetyWarning, violation.frame.filename, violation.frame.lineno
-                )
+        for violation in left:
+            warnings.warn_explicit(
+                violation.format(), TraceSafetyWarning, violation.frame.filename, violation.frame.lineno
+            )
         return left
 
     def __enter__(self) -> "Guard":
@@ -290,8 +339,54 @@ def uninstall(which: Optional[Guard] = None) -> list[Violation]:
     return which.uninstall()
 
 
+def _retry_leftovers() -> list[str]:
+    """Try again to undo patches an earlier uninstall could not; what still fails."""
+    problems = []
+    for runtime in list(_leftover):
+        try:
+            runtime.patcher.restore()
+        except RestoreError as error:
+            problems.append(str(error))
+            continue
+        _leftover.remove(runtime)
+    return problems
+
+
 def is_installed() -> bool:
-    return _runtime is not None or _cuda is not None or bool(_waiting)
+    """True while any guard is active, or any patch an uninstall could not undo is still in place."""
+    return _runtime is not None or _cuda is not None or bool(_waiting) or any(r.patcher.pending() for r in _leftover)
+
+
+def stuck_patches() -> list[str]:
+    """Patches that an uninstall could not undo (empty normally)."""
+    return [name for runtime in _leftover for name in runtime.patcher.pending()]
+
+
+def open_capture_records() -> list[CaptureRecord]:
+    """Captures recording now, on ttnn and CUDA graphs."""
+    with _state_lock:
+        runtimes = [r for r in (_runtime, _cuda) if r is not None]
+    return [record for runtime in runtimes for record in runtime.recording_records()]
+
+
+def close_captures(records: list[CaptureRecord], why: str) -> list[Violation]:
+    """End and release these captures if they still record; their TRC401 violations."""
+    with _state_lock:
+        runtimes = [r for r in (_runtime, _cuda) if r is not None]
+    found: list[Violation] = []
+    for runtime in runtimes:
+        found += runtime.close_records(records, why)
+    return found
+
+
+def current_mode() -> str:
+    """The calling thread's innermost guard's mode ("warn" when none)."""
+    with _state_lock:
+        runtimes = [r for r in (_runtime, _cuda) if r is not None]
+    for runtime in runtimes:
+        if runtime.guards:
+            return runtime.mode
+    return "warn"
 
 
 __all__ = ["Guard", "guard", "install", "uninstall", "is_installed", "TraceSafetyError", "TraceSafetyWarning"]

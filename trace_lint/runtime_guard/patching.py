@@ -37,21 +37,47 @@ class Patcher:
         return current
 
     def restore(self) -> list[str]:
-        """Undo every patch, newest first. Returns the attributes someone else re-patched meanwhile."""
+        """Undo every patch that can be undone, newest first. Returns the attributes someone else
+        re-patched meanwhile. Patches that cannot be undone stay listed (a later restore tries
+        them again) and are reported together in one RestoreError after all the others are undone."""
         overwritten = []
-        errors: list[BaseException] = []
+        failed: list[tuple[Any, str, Any, Any]] = []
+        problems: list[str] = []
         while self._undo:
             owner, name, old, new = self._undo.pop()
             try:
                 if vars(owner).get(name, _MISSING) is not new:
-                    overwritten.append(f"{getattr(owner, '__name__', owner)}.{name}")
+                    overwritten.append(f"{_owner_name(owner)}.{name}")
                 if old is _MISSING:
                     if name in vars(owner):
                         delattr(owner, name)
                 else:
                     setattr(owner, name, old)
-            except BaseException as error:  # keep undoing the rest, report the first failure after
-                errors.append(error)
-        if errors:
-            raise errors[0]
+            except Exception as error:  # keep undoing the rest; report them all after
+                failed.append((owner, name, old, new))
+                problems.append(f"{_owner_name(owner)}.{name} ({type(error).__name__}: {error})")
+        if failed:
+            self._undo[:0] = reversed(failed)  # oldest first again, as they were patched
+            raise RestoreError(problems)
         return overwritten
+
+    def pending(self) -> list[str]:
+        """Patches still in place (after a failed restore)."""
+        return [f"{_owner_name(owner)}.{name}" for owner, name, _old, _new in self._undo]
+
+
+class RestoreError(RuntimeError):
+    """Some patches could not be undone; every other one was."""
+
+    def __init__(self, problems: list[str], message: str = "") -> None:
+        self.problems = list(problems)
+        super().__init__(
+            message or "trace-lint runtime guard: could not undo "
+            + ("this patch" if len(problems) == 1 else f"these {len(problems)} patches")
+            + " (every other patch was undone; they stay guarded until a later uninstall succeeds): "
+            + "; ".join(problems)
+        )
+
+
+def _owner_name(owner: Any) -> str:
+    return getattr(owner, "__qualname__", None) or getattr(owner, "__name__", None) or type(owner).__name__

@@ -131,21 +131,61 @@ def trace_guard(request: pytest.FixtureRequest):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     marker = item.get_closest_marker("trace_guard")
-    if marker is None or "trace_guard" in getattr(item, "fixturenames", ()):
-        return (yield)
-    started = _start(item.config, _mode(item.config, marker))
-    if started is None:
-        item.config.stash[_STATE_KEY].notes.append(
-            f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
-        )
-        return (yield)
+    started = None
+    if marker is not None and "trace_guard" not in getattr(item, "fixturenames", ()):
+        started = _start(item.config, _mode(item.config, marker))
+        if started is None:
+            item.config.stash[_STATE_KEY].notes.append(
+                f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
+            )
+    before = _recording()
     try:
-        result = yield
+        try:
+            result = yield
+        except BaseException as error:
+            _close_left_open(item, before, error)
+            raise
+        # Here, before any fixture tears down: the device is still open to end the capture on.
+        _close_left_open(item, before, None)
     except BaseException as error:
-        started.uninstall(error)
+        if started is not None:
+            started.uninstall(error)
         raise
-    started.uninstall()
+    if started is not None:
+        started.uninstall()
     return result
+
+
+def _recording() -> set[int]:
+    from trace_lint.runtime_guard import lifecycle
+
+    if not lifecycle.is_installed():
+        return set()
+    return {id(record) for record in lifecycle.open_capture_records()}
+
+
+def _close_left_open(item: pytest.Item, before: set[int], error: Optional[BaseException]) -> None:
+    """Fail the test that leaves a capture recording, after ending and releasing it."""
+    from trace_lint.runtime_guard import lifecycle
+    from trace_lint.runtime_guard.report import TraceSafetyError, TraceSafetyWarning, format_report
+
+    if not lifecycle.is_installed():
+        return
+    left = [record for record in lifecycle.open_capture_records() if id(record) not in before]
+    if not left:
+        return
+    mode = lifecycle.current_mode()
+    violations = lifecycle.close_captures(left, f"still recording when {item.nodeid} returned; the guard ended and released it")
+    message = format_report(None, violations, f"{item.nodeid} left a capture open")
+    if error is not None:
+        if hasattr(error, "add_note"):
+            error.add_note(message)
+        return
+    if mode == "raise":
+        raise TraceSafetyError(message, violations)
+    import warnings
+
+    warnings.warn(message, TraceSafetyWarning, stacklevel=2)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

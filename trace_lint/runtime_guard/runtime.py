@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from trace_lint.runtime_guard import api
-from trace_lint.runtime_guard.patching import Patcher
+from trace_lint.runtime_guard.guard_set import GuardSet
+from trace_lint.runtime_guard.patching import Patcher, RestoreError
 from trace_lint.runtime_guard.report import (
     UNKNOWN_FRAME,
     CaptureRecord,
@@ -83,7 +84,7 @@ class Runtime:
         self.lock = threading.RLock()
         self.local = threading.local()
         self.patcher = Patcher()
-        self.guards: list[Any] = []
+        self.guards = GuardSet()
         self.seen: dict[int, set] = {}
         self.open: dict[int, list[_Capture]] = {}
         self.traces: dict[tuple[int, int], _Capture] = {}
@@ -118,8 +119,12 @@ class Runtime:
             for name in api.TENSOR_FREE_METHODS:
                 if hasattr(self.Tensor, name):
                     self.patcher.patch(self.Tensor, name, self._make_free_wrapper(name, getattr(self.Tensor, name)))
-        except BaseException:
-            self.patcher.restore()
+        except BaseException as error:
+            try:
+                self.patcher.restore()
+            except RestoreError as restore_error:  # keep the install error; say what stays patched
+                if hasattr(error, "add_note"):
+                    error.add_note(str(restore_error))
             raise
 
     def uninstall(self) -> None:
@@ -134,8 +139,11 @@ class Runtime:
 
     @property
     def mode(self) -> str:
-        guards = self.guards
-        return guards[-1].mode if guards else "warn"
+        """The mode of the calling thread's innermost guard."""
+        return self.guards.mode()
+
+    def mode_for(self, capture: Optional["_Capture"]) -> str:
+        return self.guards.mode(capture.guards if capture is not None else ())
 
     # ----------------------------------------------------------------- helpers
     def _depth_enter(self) -> bool:
@@ -302,7 +310,7 @@ class Runtime:
             capture.record.violations.append(violation)
         if immediate is None:
             immediate = api.KINDS[violation.kind].raises_at_call
-        if immediate and self.mode == "raise" and capture.record.status == "recording":
+        if immediate and self.mode_for(capture) == "raise" and capture.record.status == "recording":
             self._abort(capture)
             raise TraceSafetyError(
                 format_report(capture.record, capture.record.violations,
@@ -602,7 +610,7 @@ class Runtime:
             capture = _Capture(record, device, trace_id, cq_id)
             self.traces[_trace_key(device, trace_id)] = capture
             self.open.setdefault(id(device), []).append(capture)
-            capture.guards = list(self.guards)
+            capture.guards = self.guards.for_new_capture()
             for guard in capture.guards:
                 guard._captures.append(record)
         if "torch" in sys.modules:
@@ -617,11 +625,29 @@ class Runtime:
         capture = self.traces.get(_trace_key(device, trace_id))
         if capture is None:
             return original(*args, **kwargs)
-        if capture.record.status != "recording":
+        status = capture.record.status
+        if status == "released" or status.startswith("aborted"):
             # The guard already ended and released it after a violation; a user `finally`
             # that ends it again must not fail on top of the real error.
             return None
-        result = original(*args, **kwargs)
+        if status != "recording":
+            return original(*args, **kwargs)  # ended already, or its end failed: ttnn decides
+        try:
+            result = original(*args, **kwargs)
+        except BaseException as error:
+            if self._ttnn_says_recording(capture.device):
+                # ttnn refused this end (a wrong cq_id, say) and still records: so does the guard.
+                raise
+            # ttnn stopped recording: so does the guard. Later ops are not attributed to this
+            # capture, and the guard will not end it again at exit.
+            first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+            capture.record.end_frame = self.frames.user_frame()
+            self._close(capture, f"end failed ({type(error).__name__}: {first_line[:200]})")
+            if self.torch_mode is not None and not self.open:
+                self.torch_mode.capturing = False
+            if capture.record.violations and hasattr(error, "add_note"):
+                error.add_note(format_report(capture.record, capture.record.violations, "end_trace_capture failed"))
+            raise
         capture.record.end_frame = self.frames.user_frame()
         self._close(capture, "ended")
         if self.torch_mode is not None and not self.open:
@@ -632,7 +658,7 @@ class Runtime:
                 for record in capture.inputs.values():
                     self.watch.setdefault(record.address, []).append(record)
             return result
-        if self.mode == "raise":
+        if self.mode_for(capture) == "raise":
             self._release_quietly(capture)
             raise TraceSafetyError(
                 format_report(capture.record, violations, "capture recorded host work; trace released"),
@@ -642,6 +668,21 @@ class Runtime:
         for violation in violations:
             warn(capture.record, violation)
         return result
+
+    def _ttnn_says_recording(self, device: Any) -> bool:
+        """ttnn's own answer to "is a capture still recording on this device"; False when it
+        cannot say."""
+        check = getattr(self.ttnn, "is_trace_capture_active", None)
+        if check is None or device is None:
+            return False
+        saved = getattr(self.local, "depth", 0)
+        self.local.depth = 1
+        try:
+            return bool(check(device))
+        except Exception:
+            return False
+        finally:
+            self.local.depth = saved
 
     def _release_quietly(self, capture: _Capture) -> None:
         release = self.original.get("release_trace")
@@ -682,8 +723,9 @@ class Runtime:
         record = capture.record
         if record.violations or record.status != "ended":
             record.refused_executions += 1
+            why = "the trace broke the contract" if record.violations else f"its capture {record.status}"
             raise TraceSafetyError(
-                format_report(record, record.violations, "execute_trace refused: the trace broke the contract"),
+                format_report(record, record.violations, f"execute_trace refused: {why}"),
                 record.violations,
                 record,
             )
@@ -806,14 +848,27 @@ class Runtime:
     # ----------------------------------------------------------------- guard exit
     def close_left_open(self, guard: Any) -> list[Violation]:
         """Captures this guard saw begin that are still recording: report, end and release them."""
-        found = []
         with self.lock:
             left = [c for stack in self.open.values() for c in stack if guard in c.guards]
+        return self.close_captures(left, "still recording when the guard exited; the guard ended and released it")
+
+    def recording_records(self) -> list[CaptureRecord]:
+        with self.lock:
+            return [c.record for stack in self.open.values() for c in stack]
+
+    def close_records(self, records: list[CaptureRecord], why: str) -> list[Violation]:
+        """End and release the captures of these records that still record; report them (TRC401)."""
+        wanted = {id(r) for r in records}
+        with self.lock:
+            left = [c for stack in self.open.values() for c in stack if id(c.record) in wanted]
+        return self.close_captures(left, why)
+
+    def close_captures(self, left: list, why: str) -> list[Violation]:
+        found = []
         for capture in left:
             violation = Violation(
                 api.LEFT_OPEN, "ttnn.begin_trace_capture", capture.record.device, capture.record.begin_frame,
-                "still recording when the guard exited; the guard ended and released it",
-                trace=capture.record.name,
+                why, trace=capture.record.name,
             )
             with self.lock:
                 capture.record.violations.append(violation)

@@ -82,7 +82,12 @@ def pop_mode(mode: Any) -> None:
     mode.capturing = False
     torch = sys.modules.get("torch")
     try:
-        current = torch._C._get_function_stack_at(torch._C._len_torch_function_stack() - 1)
+        # Mode stacks are per thread: on another thread's (possibly empty) stack, index -1 would
+        # crash the interpreter.
+        depth = torch._C._len_torch_function_stack()
+        if depth <= 0:
+            return
+        current = torch._C._get_function_stack_at(depth - 1)
     except Exception:
         return
     if current is mode:
