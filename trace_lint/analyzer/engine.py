@@ -130,9 +130,21 @@ def _small_statements(body: cst.BaseSuite):
             stack.extend(children(node))
 
 
-def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[int, bool]:
+def first_use_flags(
+    module: ModuleInfo, nodes: Sequence[cst.CSTNode], capture_anchors: Sequence[cst.CSTNode] = ()
+) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
-    test and body are; its `else`/`elif` runs at capture."""
+    test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
+    capture anchors (a begin call, a graph `with` item, a capture-helper call) is the
+    capture itself, not a cache fill."""
+    spans = [(module.start(a), module.end(a)) for a in capture_anchors if a in module.positions]
+
+    def holds_capture(node: cst.If) -> bool:
+        if not spans:
+            return False
+        start, end = module.start(node), module.end(node)
+        return any(start <= a_start and a_end <= end for a_start, a_end in spans)
+
     flags: dict[int, bool] = {}
     parents = module.parents
     cache_ifs: dict[int, bool] = {}
@@ -143,7 +155,7 @@ def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[in
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
         if type(node) is cst.If:
-            cache_ifs[id(node)] = is_first_use_cache(node, module)
+            cache_ifs[id(node)] = is_first_use_cache(node, module) and not holds_capture(node)
             flags[id(node)] = inherited or cache_ifs[id(node)]
         else:
             flags[id(node)] = inherited
@@ -154,7 +166,7 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_cal
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes)
+    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module))
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -196,6 +208,15 @@ class Engine:
         self._candidate_functions: dict[int, list[FunctionInfo]] = {}
 
     # -- facts shared by rules ---------------------------------------------------------------
+    def capture_anchors(self, module: ModuleInfo) -> list[cst.CSTNode]:
+        """The nodes of a module that start a capture: region begins (a begin call, a graph
+        `with` item) and capture-helper calls."""
+        anchors = [r.begin for r in self.regions if r.module is module]
+        helpers = getattr(self, "capture_helpers", None)
+        if helpers is not None:
+            anchors.extend(site.call for site in helpers.sites if site.module is module)
+        return anchors
+
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
         key = (id(module), id(function))
         if key not in self._tensor_facts:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ._common import device_value_in, enclosing_statement
+from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from .base import Invalid, Rule, Valid
 
 
@@ -19,7 +19,13 @@ class ConditionalInRegion(_HostLogicRule):
     ## What it does
     Flags a Python conditional written lexically between `begin_trace_capture` and
     `end_trace_capture` (or `capture_begin()` and `capture_end()`, or in the body of
-    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary, `match` and `assert`.
+    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary and `match`.
+
+    Not reported: `assert` (it checks, it chooses no device work), and tests that cannot
+    differ between capture and replay: host metadata of tensors (`x.shape[-1] > 32`,
+    `t.is_allocated()`, `x.dtype == ttnn.bfloat16`), types (`isinstance`), literals and
+    module-level constants. The guards of a conditional capture
+    (`if capture: tid = ttnn.begin_trace_capture(...)`) are outside the region.
 
     ## Why is this bad?
     The condition is evaluated once, at capture. Replay runs the device commands of the
@@ -41,14 +47,16 @@ class ConditionalInRegion(_HostLogicRule):
 
             def capture(device, x, use_gelu):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                if use_gelu:
-                    y = ttnn.gelu(x)
-                else:
-                    y = ttnn.relu(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    if use_gelu:
+                        y = ttnn.gelu(x)
+                    else:
+                        y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(5,),
+            lines=(6,),
         ),
         Invalid(
             """
@@ -87,8 +95,10 @@ class ConditionalInRegion(_HostLogicRule):
             def capture(device, x, use_gelu):
                 activation = ttnn.gelu if use_gelu else ttnn.relu
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = activation(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = activation(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         ),
@@ -108,24 +118,23 @@ class ConditionalInRegion(_HostLogicRule):
         ),
     ]
 
-    def _flag(self, node: cst.CSTNode, what: str) -> None:
+    def _flag(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
+        if fixed_for_the_program(self.context, test):
+            return  # the same answer at capture and at every replay: nothing is frozen
         self.report(node, f"{what} inside a capture region is evaluated once; the branch taken at capture is frozen into the trace")
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.context.ancestors[-1] if self.context.ancestors else None
-        self._flag(node, "`elif`" if isinstance(parent, cst.If) and parent.orelse is node else "`if`")
+        self._flag(node, node.test, "`elif`" if isinstance(parent, cst.If) and parent.orelse is node else "`if`")
 
     def visit_While(self, node: cst.While) -> None:
-        self._flag(node, "`while`")
+        self._flag(node, node.test, "`while`")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._flag(node, "a conditional expression")
+        self._flag(node, node.test, "a conditional expression")
 
     def visit_Match(self, node: cst.Match) -> None:
-        self._flag(node, "`match`")
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self._flag(node, "`assert`")
+        self._flag(node, node.subject, "`match`")
 
 
 class BranchOnDeviceValue(_HostLogicRule):
@@ -155,13 +164,15 @@ class BranchOnDeviceValue(_HostLogicRule):
 
             def capture(device, x, threshold):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                if ttnn.max(y) > threshold:
-                    y = ttnn.multiply(y, 0.5)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                    if ttnn.max(y) > threshold:
+                        y = ttnn.multiply(y, 0.5)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(6,),
+            lines=(7,),
         ),
         Invalid(
             """
@@ -207,10 +218,12 @@ class BranchOnDeviceValue(_HostLogicRule):
 
             def capture(device, x, threshold):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                mask = ttnn.gt(y, threshold)
-                y = ttnn.where(mask, ttnn.multiply(y, 0.5), y)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                    mask = ttnn.gt(y, threshold)
+                    y = ttnn.where(mask, ttnn.multiply(y, 0.5), y)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         ),
@@ -369,8 +382,10 @@ class HostSideEffect(_HostLogicRule):
             def capture(device, attention, x):
                 attention.forward(x)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                out = attention.forward(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    out = attention.forward(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return out
             """
         ),
@@ -511,11 +526,13 @@ class ShapeArithmetic(_HostLogicRule):
 
             def capture(device, x, pos):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.slice(x, [0, pos + 1], [1, x.shape[1] * 2])
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.slice(x, [0, pos + 1], [1, x.shape[1] * 2])
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(5,),
+            lines=(6,),
         )
     ]
     VALID = [
@@ -526,8 +543,10 @@ class ShapeArithmetic(_HostLogicRule):
             def capture(device, x, pos):
                 start, stop = [0, pos + 1], [1, x.shape[1] * 2]
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.slice(x, start, stop)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.slice(x, start, stop)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         )

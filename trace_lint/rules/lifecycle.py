@@ -57,33 +57,16 @@ def _broad_handler(handler: cst.ExceptHandler) -> bool:
     return False
 
 
-def _try_ends_capture(rule: Rule, region: Region, statement: cst.CSTNode) -> bool:
-    if not isinstance(statement, cst.Try):
-        return False
-    if statement.finalbody is not None and _calls_end(rule, region, statement.finalbody):
-        return True
-    return any(_broad_handler(h) and _calls_end(rule, region, h) for h in statement.handlers)
-
-
-def _harmless(statement: cst.CSTNode) -> bool:
-    """A simple statement of assignments without calls: it cannot raise into an open capture."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if not isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass)):
-            return False
-        if any(isinstance(n, cst.Call) for n in _iter_nodes(small)):
-            return False
-    return True
-
-
 class CaptureLeftOpen(Rule):
     """
     ## What it does
-    Flags a `begin_trace_capture` that an exception can leave open: the matching
-    `end_trace_capture` is neither in a `finally` nor in an `except` handler catching
-    `Exception` (or broader) of a `try` that starts right after the begin. Simple
-    assignments without calls between the begin and the `try` are allowed. The same holds
+    Flags a `begin_trace_capture` that an exception can leave open: some statement between
+    the begin and the matching `end_trace_capture` can raise, and no `try` around it ends the
+    capture in its `finally` or in an `except` handler catching `Exception` (or broader),
+    directly or in a nested `try`. Assignments, returns and tests without calls cannot raise
+    and do not count. A conditional capture (`tid = ttnn.begin_trace_capture(d) if capture
+    else None` ... `if capture: ttnn.end_trace_capture(d, tid)`) is judged the same way on its
+    capturing path. The same holds
     for `g.capture_begin()` and `g.capture_end()` of a `torch.cuda.CUDAGraph`; a
     `with torch.cuda.graph(g):` block always ends its capture and is never reported.
 
@@ -163,24 +146,63 @@ class CaptureLeftOpen(Rule):
     def check_region(self, region: Region) -> None:
         if region.end is None or region.kind == "cuda-graph":
             return  # ended in another function, or a `with` block, which always closes
-        path = path_to(region.function, region.begin)
-        line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
-        if line_index is not None and line_index > 0:
-            line, block = path[line_index], path[line_index - 1]
-            body = list(getattr(block, "body", ()))
-            if line in body:
-                for statement in body[body.index(line) + 1 :]:
-                    if _harmless(statement):
-                        continue
-                    if _try_ends_capture(self, region, statement):
-                        return
-                    break
-        # The begin as the body of a try whose finally/handler ends the capture is safe too.
-        for index, ancestor in enumerate(path):
-            if isinstance(ancestor, cst.Try) and index + 1 < len(path) and path[index + 1] is ancestor.body:
-                if _try_ends_capture(self, region, ancestor):
-                    return
-        self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=region.module)
+        module = region.module
+        for node in region.function.nodes:
+            if not isinstance(node, _MAY_RAISE_HOLDERS):
+                continue
+            at = module.positions.get(node)
+            if at is None or not (region.start <= (at.start.line, at.start.column) < region.stop):
+                continue
+            if _cannot_raise(node) or _covered(self, region, node):
+                continue
+            self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=module)
+            return
+
+
+# Statements, and compound statements whose header runs code, that can raise between a begin
+# and its end.
+_MAY_RAISE_HOLDERS = (
+    cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Return, cst.Raise, cst.Assert, cst.Del,
+    cst.Import, cst.ImportFrom, cst.If, cst.While, cst.For, cst.With, cst.Match,
+)
+
+
+def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """What a statement runs itself: a compound statement's test or items, a small
+    statement whole."""
+    if isinstance(node, (cst.If, cst.While)):
+        return [node.test]
+    if isinstance(node, cst.For):
+        return [node.iter]
+    if isinstance(node, cst.With):
+        return list(node.items)
+    if isinstance(node, cst.Match):
+        return [node.subject]
+    return [node]
+
+
+def _cannot_raise(node: cst.CSTNode) -> bool:
+    """Assignments, returns and tests without calls: they cannot raise into an open capture."""
+    if isinstance(node, (cst.Raise, cst.Assert, cst.Import, cst.ImportFrom)):
+        return False
+    return not any(isinstance(n, cst.Call) for part in _header(node) for n in _iter_nodes(part))
+
+
+def _covered(rule: Rule, region: Region, node: cst.CSTNode) -> bool:
+    """Some `try` around the node ends the capture on the exceptional path: its `finally`, or a
+    handler catching `Exception` or broader (for the try body), directly or nested."""
+    chain = [*region.module.ancestors(node, stop=region.function.node), node]
+    for index, ancestor in enumerate(chain[:-1]):
+        if not isinstance(ancestor, cst.Try):
+            continue
+        inner = chain[index + 1]
+        if ancestor.finalbody is not None and inner is not ancestor.finalbody and _calls_end(rule, region, ancestor.finalbody):
+            return True
+        if inner is ancestor.body and any(_broad_handler(h) and _calls_end(rule, region, h) for h in ancestor.handlers):
+            return True
+        if isinstance(inner, cst.ExceptHandler) and _calls_end(rule, region, inner):
+            return True  # already on the exceptional path, in a handler that ends the capture
+    return False
 
 
 def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
@@ -732,11 +754,15 @@ class NestedCapture(Rule):
 
             def capture(device, x):
                 first = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                ttnn.end_trace_capture(device, first, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, first, cq_id=0)
                 second = ttnn.begin_trace_capture(device, cq_id=0)
-                z = ttnn.gelu(x)
-                ttnn.end_trace_capture(device, second, cq_id=0)
+                try:
+                    z = ttnn.gelu(x)
+                finally:
+                    ttnn.end_trace_capture(device, second, cq_id=0)
                 return y, z
             """
         )

@@ -1,0 +1,42 @@
+"""The revised rule catalogue (RULES.md) on fixture projects of its own: exact (file, line,
+code) sets for each shape of real code that used to give false or missed findings."""
+
+from __future__ import annotations
+
+from .cli_helpers import FIXTURES, finding_set
+
+REVISED = FIXTURES / "revised_rules"
+
+
+def test_host_logic_noise():
+    # Not reported: assert, host metadata (is_allocated, buffer_address, storage_type,
+    # memory_config, shape, dtype, layout, dim, size, numel, is_contiguous, data_ptr),
+    # isinstance, literals and module-level constants. Reported: a parameter's value (TRC201)
+    # and device values (TRC202).
+    assert finding_set(REVISED / "host_logic_noise") == {
+        ("graph.py", 9, "TRC202"),
+        ("region.py", 12, "TRC202"),
+        ("region.py", 27, "TRC201"),
+    }
+
+
+def test_capture_inside_a_cache_shaped_block_is_not_a_cache_fill():
+    # `if self.trace_id is None: warm-up; begin; work; end; self.trace_id = tid` is the
+    # capture: the work it reaches is judged; a real cache fill (`cached`) is still exempt.
+    assert finding_set(REVISED / "first_use_capture") == {
+        ("generator.py", 6, "TRC203"),
+        ("generator.py", 7, "TRC102"),
+    }
+
+
+def test_lifecycle_shapes():
+    # Nested try/finally and a broad handler cover; a narrow handler, a call before the try
+    # and a call after it do not. Conditional captures are regions between their guards.
+    assert finding_set(REVISED / "lifecycle_shapes") == {
+        ("captures.py", 32, "TRC401"),
+        ("captures.py", 44, "TRC401"),
+        ("captures.py", 55, "TRC401"),
+        ("captures.py", 70, "TRC201"),
+        ("captures.py", 81, "TRC401"),
+        ("captures.py", 83, "TRC102"),
+    }
