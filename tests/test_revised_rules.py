@@ -40,3 +40,14 @@ def test_lifecycle_shapes():
         ("captures.py", 81, "TRC401"),
         ("captures.py", 83, "TRC102"),
     }
+
+
+def test_side_effects_on_state_that_outlives_the_capture():
+    # Reported: self attributes and their containers, every mutator, module containers,
+    # class attributes, a closure's dict. Not: capture-time objects (`p.handle`,
+    # `batch.x`), output handles (`self.output = self.model(x)`, `self.last = out`),
+    # locals, and `x.add(out)` whose result is used (a tensor op). A counter on a parameter
+    # (`state.steps += 1`) is reported; a store on one (`batch.x = 3`) is not.
+    assert finding_set(REVISED / "side_effects") == {
+        ("work.py", line, "TRC203") for line in (31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 52, 65)
+    }
