@@ -634,8 +634,11 @@ class MissingTraceRegion(Rule):
     """
     ## What it does
     Flags `ttnn.open_device` / `ttnn.open_mesh_device` called without a `trace_region_size`,
-    or with `trace_region_size=0`, in a project that captures traces. A size passed through
-    `**kwargs` is unknown and not reported.
+    or with `trace_region_size=0`, when the device it opens reaches a capture: captured in the
+    same function, passed to a function that captures with it (a constructor storing it on
+    `self` included), or returned or yielded (a pytest fixture) to code that does. A device
+    opened for code that never captures is not reported, nor a size or a device passed
+    through `**kwargs` (unknown).
 
     ## Why is this bad?
     Traces live in a dedicated region of device memory whose size is fixed when the device
@@ -645,7 +648,7 @@ class MissingTraceRegion(Rule):
 
     code = "TRC405"
     name = "missing-trace-region"
-    summary = "Device opened without trace_region_size in a project that captures"
+    summary = "Device opened without trace_region_size, then captured on"
     help = "pass `trace_region_size=` large enough for your traces to the device open call"
 
     INVALID = [
@@ -687,6 +690,7 @@ class MissingTraceRegion(Rule):
             return
         project = self.analysis.project
         open_calls = self.analysis.tables.ttnn.open_device
+        reach = DeviceReach(self.analysis)
         for module in project.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
             for call, function in module.iter_calls(module.tokens_for(open_calls)):
                 name = project.qualified_name(call.func, module, function)
@@ -696,9 +700,205 @@ class MissingTraceRegion(Rule):
                 if size is None:
                     if has_star_kwargs(call):
                         continue
-                    self.report(call, f"`{name}` without `trace_region_size` leaves no memory for traces", module=module)
+                    message = f"`{name}` without `trace_region_size` leaves no memory for traces"
                 elif isinstance(size, cst.Integer) and int(size.value.replace("_", ""), 0) == 0 or is_none(size):
-                    self.report(call, f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces", module=module)
+                    message = f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces"
+                else:
+                    continue
+                if function is not None and reach.value_reaches_capture(call, function):
+                    self.report(call, f"{message}; the device it opens is captured on", module=module)
+
+
+class DeviceReach:
+    """Whether an opened device reaches a ttnn capture: captured in the same function, passed
+    to a function that captures with it (any number of frames down, constructors storing it
+    on `self` included), or returned or yielded (a pytest fixture) to code that does. A value
+    passed through `**kwargs` is not followed."""
+
+    MAX_DEPTH = 4
+
+    def __init__(self, analysis):
+        self.analysis = analysis
+        self.project = analysis.project
+        self.resolver = analysis.resolver
+        self.devices_of: dict[int, set[str]] = {}
+        for region in analysis.regions:
+            if region.kind == "ttnn" and region.device is not None:
+                self.devices_of.setdefault(id(region.function), set()).add(region.device)
+        self._param_memo: dict[tuple[int, str], bool] = {}
+        self._attribute_memo: dict[tuple[int, str], bool] = {}
+
+    # -- where a value goes ------------------------------------------------------------------
+    def value_reaches_capture(self, expr: cst.CSTNode, function: FunctionInfo, depth: int = 0) -> bool:
+        if depth > self.MAX_DEPTH:
+            return False
+        module = function.module
+        parent = module.parent(expr)
+        while isinstance(parent, (cst.Await,)) and parent is not None:
+            expr, parent = parent, module.parent(parent)
+        if isinstance(parent, cst.Arg) and parent.value is expr:
+            call = module.parent(parent)
+            return isinstance(call, cst.Call) and self._argument_captures(call, parent, function, depth)
+        if isinstance(parent, cst.Return):
+            return self._returned_captures(function, depth)
+        if isinstance(parent, cst.Yield):
+            return self._yielded_captures(function, depth)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return any(self._target_captures(t, function, depth) for t in targets)
+        return False
+
+    def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int) -> bool:
+        if isinstance(target, cst.Name):
+            return self._name_captures(function, target.value, depth)
+        attribute = self._self_attribute(target, function)
+        if attribute is not None and function.cls is not None:
+            return self._attribute_captures(function.cls, attribute, depth)
+        return False
+
+    def _name_captures(self, function: FunctionInfo, name: str, depth: int) -> bool:
+        """A local or parameter holding the device: captured here, or handed on."""
+        key = (id(function), name)
+        if key in self._param_memo:
+            return self._param_memo[key]
+        self._param_memo[key] = False  # recursion: not (yet) known to capture
+        found = name in self.devices_of.get(id(function), ()) or any(
+            self.value_reaches_capture(node, function, depth + 1)
+            for node in function.nodes
+            if isinstance(node, cst.Name) and node.value == name and self._is_read(node, function)
+        )
+        self._param_memo[key] = found
+        return found
+
+    def _attribute_captures(self, cls, attribute: str, depth: int) -> bool:
+        """`self.<attribute>` holds the device: some method captures with it or hands it on."""
+        key = (id(cls), attribute)
+        if key in self._attribute_memo:
+            return self._attribute_memo[key]
+        self._attribute_memo[key] = False
+        found = False
+        for method in cls.methods.values():
+            receiver = method.params[0] if method.params else None
+            if receiver is None:
+                continue
+            if f"{receiver}.{attribute}" in self.devices_of.get(id(method), ()):
+                found = True
+                break
+            for node in method.nodes:
+                if (
+                    isinstance(node, cst.Attribute)
+                    and node.attr.value == attribute
+                    and isinstance(node.value, cst.Name)
+                    and node.value.value == receiver
+                    and self._is_read(node, method)
+                    and self.value_reaches_capture(node, method, depth + 1)
+                ):
+                    found = True
+                    break
+            if found:
+                break
+        self._attribute_memo[key] = found
+        return found
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _argument_captures(self, call: cst.Call, arg: cst.Arg, function: FunctionInfo, depth: int) -> bool:
+        if arg.star:
+            return False  # `**kwargs` / `*args`: not followed
+        target, bound = self._callee(call, function)
+        if target is None:
+            return False
+        params = list(target.params)
+        if bound and params:
+            params = params[1:]
+        if arg.keyword is not None:
+            name = arg.keyword.value
+            if name not in params:
+                return False
+        else:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if any(a.star for a in call.args[: call.args.index(arg)]):
+                return False
+            index = positional.index(arg)
+            if index >= len(params):
+                return False
+            name = params[index]
+        return self._name_captures(target, name, depth + 1)
+
+    def _callee(self, call: cst.Call, function: FunctionInfo):
+        """The project function a call runs, and whether its first parameter is bound."""
+        target = self.resolver.resolve(call, function)
+        if target is not None:
+            bound = target.cls is not None and isinstance(call.func, cst.Attribute) and not _is_static(target)
+            return target, bound
+        name = self.project.qualified_name(call.func, function.module, function)
+        definition = self.project.lookup(name) if name else None
+        if definition is not None and not isinstance(definition, FunctionInfo):
+            init = self.resolver.method(definition, "__init__")
+            if init is not None:
+                return init, True  # a construction: `self` is the new instance
+        return None, False
+
+    def _callers(self, function: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
+        for module in self.project.modules_calling(function.name):
+            for call, caller in module.iter_calls((function.name,)):
+                if caller is None or caller is function or callee_name(call) != function.name:
+                    continue
+                if self.resolver.resolve(call, caller) is function:
+                    yield call, caller
+
+    def _returned_captures(self, function: FunctionInfo, depth: int) -> bool:
+        return any(self.value_reaches_capture(call, caller, depth + 1) for call, caller in self._callers(function))
+
+    def _yielded_captures(self, function: FunctionInfo, depth: int) -> bool:
+        """A pytest fixture yielding the device: the tests taking it as a parameter."""
+        name = _fixture_name(function)
+        if name is None:
+            return self._returned_captures(function, depth)
+        for module in self.project.modules_mentioning(name.encode()):
+            module.load()
+            for candidate in module.iter_functions((name,)):
+                if name in candidate.params and self._name_captures(candidate, name, depth + 1):
+                    return True
+        return False
+
+    # -- small questions -----------------------------------------------------------------------
+    @staticmethod
+    def _self_attribute(target: cst.BaseExpression, function: FunctionInfo) -> Optional[str]:
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and function.params
+            and target.value.value == function.params[0]
+        ):
+            return target.attr.value
+        return None
+
+    @staticmethod
+    def _is_read(node: cst.CSTNode, function: FunctionInfo) -> bool:
+        parent = function.module.parent(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node):
+            return False
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return False
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return False
+        return True
+
+
+def _fixture_name(function: FunctionInfo) -> Optional[str]:
+    """The name a pytest fixture is requested by, or None when the function is no fixture."""
+    for decorator in function.node.decorators:
+        expr = decorator.decorator
+        call = expr if isinstance(expr, cst.Call) else None
+        func = call.func if call is not None else expr
+        if callee_name(cst.Call(func=func)) != "fixture":
+            continue
+        if call is not None:
+            name = keyword(call, "name")
+            if isinstance(name, cst.SimpleString):
+                return name.evaluated_value
+        return function.name
+    return None
 
 
 class NestedCapture(Rule):
