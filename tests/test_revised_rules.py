@@ -65,3 +65,38 @@ def test_missing_trace_region_only_where_the_device_reaches_a_capture():
         ("runner.py", 46, "TRC405"),
         ("tests/conftest.py", 7, "TRC405"),
     }
+
+
+def test_capture_apis_the_analysis_could_not_see():
+    # `capture-contexts` wrappers (lines 30-34), a class storing the callable in `__init__`
+    # (Tracer: its constructions capture `step.forward`, lines 17-18; it warms up itself),
+    # a `@contextmanager` helper whose begin and end surround its `yield` (lines 71-73), and
+    # one named in `capture-helpers` (line 85).
+    assert finding_set(REVISED / "capture_apis") == {
+        ("apis.py", 17, "TRC203"),
+        ("apis.py", 18, "TRC102"),
+        ("apis.py", 30, "TRC201"),
+        ("apis.py", 32, "TRC103"),
+        ("apis.py", 34, "TRC102"),
+        ("apis.py", 71, "TRC201"),
+        ("apis.py", 73, "TRC102"),
+        ("apis.py", 85, "TRC102"),
+    }
+
+
+WRAPPED_GRAPH = """\
+import torch
+
+
+def capture(runner, static_in):
+    runner.model(static_in)
+    with runner.device_module.graph(torch.cuda.CUDAGraph()):
+        out = runner.model(static_in).item()
+    return out
+"""
+
+
+def test_capture_contexts_is_what_makes_a_wrapper_a_region(lint):
+    assert [(f.location.row, f.code) for f in lint(WRAPPED_GRAPH, select=())] == []
+    found = lint(WRAPPED_GRAPH, select=(), capture_contexts=("device_module.graph",))
+    assert [(f.location.row, f.code) for f in found] == [(7, "TRC102")]

@@ -48,6 +48,8 @@ class Settings:
     captured_functions: tuple[str, ...] = ()
     captured_decorators: tuple[str, ...] = ()
     capture_helpers: tuple[str, ...] = ()
+    # Context managers that capture like `torch.cuda.graph`, as dotted tails (`device_module.graph`).
+    capture_contexts: tuple[str, ...] = ()
     cache_dir: Optional[str] = None
     # Where the configuration came from; globs and cache-dir are relative to it.
     root: Path = field(default_factory=Path.cwd)
@@ -57,7 +59,7 @@ class Settings:
         """Everything that can change a finding, for the result cache."""
         return repr(
             (self.select, self.extend_select, self.ignore, self.per_file_ignores,
-             self.captured_functions, self.captured_decorators, self.capture_helpers)
+             self.captured_functions, self.captured_decorators, self.capture_helpers, self.capture_contexts)
         )
 
 
@@ -78,7 +80,7 @@ def _parse_table(table: dict, where: str) -> dict:
             values[key.replace("-", "_")] = _string_list(key, value, where, CODE_SELECTOR)
         elif key == "exclude":
             values["exclude"] = _string_list(key, value, where)
-        elif key in ("captured-functions", "captured-decorators", "capture-helpers"):
+        elif key in ("captured-functions", "captured-decorators", "capture-helpers", "capture-contexts"):
             values[key.replace("-", "_")] = _string_list(key, value, where, DOTTED_NAME)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):

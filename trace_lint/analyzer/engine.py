@@ -15,7 +15,7 @@ import libcst as cst
 from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
-from .capture_helpers import CaptureHelpers
+from .capture_helpers import CaptureHelpers, contextmanager_regions
 from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
@@ -304,7 +304,8 @@ class Engine:
                 continue
             for function in self._functions_of(module):
                 self.regions.extend(find_regions(self.project, function))
-                self.regions.extend(find_cuda_graph_regions(self.project, function))
+                self.regions.extend(find_cuda_graph_regions(self.project, function, self.settings.capture_contexts))
+        self.regions.extend(contextmanager_regions(self.project, self.resolver, self.regions, self.settings.capture_helpers))
         self._collect_roots(candidates)
         for region in self.regions:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
@@ -385,7 +386,8 @@ class Engine:
                 Location(start.line, start.column + 1),
                 f"`{module.code(site.argument)}` is captured by the helper `{site.helper.name}` here{where}",
             )
-            helper_function = site.helper.function
+            # A class helper captures in its methods, not in the `__init__` that stores the callable.
+            helper_function = site.helper.capturing_methods[0] if site.helper.capturing_methods else site.helper.function
             kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
             self.roots.append(Root(related, kind=kind))
             self._pending.append((site.target, len(self.roots) - 1, [related]))

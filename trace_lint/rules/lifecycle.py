@@ -487,10 +487,18 @@ class MissingWarmUp(Rule):
         helpers = self._helpers()
         # A helper that the project calls is judged at its call sites; uncalled, here.
         helper = helpers.helpers.get(id(function)) if helpers and id(function) in helpers.called else None
+        stored = helpers.stored_callables(function) if helpers else set()
         calls = []
         for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
             if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
                 continue  # the helper's callable: judged at each call site
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in stored
+                and isinstance(call.func.value, cst.Name)
+                and call.func.value.value == receiver
+            ):
+                continue  # a class helper's stored callable: judged at each construction
             calls.append(call)
         return calls
 
@@ -591,10 +599,29 @@ class MissingWarmUp(Rule):
         function = helper.function
         if function is None:
             return False
+        if helper.cls is not None:
+            return self._class_helper_warms_itself(helper)
         regions = [r for r in self.analysis.regions if r.function is function]
         for node in function.nodes:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
                 if not any(r.contains(node) for r in regions):
+                    return True
+        return False
+
+    def _class_helper_warms_itself(self, helper) -> bool:
+        """A method of the class helper calls the stored callable outside its regions."""
+        for method in helper.capturing_methods:
+            receiver = method.params[0]
+            regions = [r for r in self.analysis.regions if r.function is method]
+            for node in method.nodes:
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in helper.stored
+                    and isinstance(node.func.value, cst.Name)
+                    and node.func.value.value == receiver
+                    and not any(r.contains(node) for r in regions)
+                ):
                     return True
         return False
 
