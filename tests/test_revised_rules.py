@@ -55,14 +55,16 @@ def test_side_effects_on_state_that_outlives_the_capture():
 
 def test_missing_trace_region_only_where_the_device_reaches_a_capture():
     # Reported: captured in the same function, two frames down, stored by a constructor and
-    # captured by a method, returned to a caller that captures, yielded by a pytest fixture
-    # to a test that captures. Not: a device only used eagerly, a fixture nobody captures
+    # captured by a method, returned to a caller that captures, kept in a record's field
+    # (`DeviceContext(device=d)` ... `context.device`), yielded by a pytest fixture to a test
+    # that captures. Not: a device only used eagerly, a fixture nobody captures
     # with, a device handed on through `**kwargs`.
     assert finding_set(REVISED / "device_reach") == {
         ("runner.py", 27, "TRC405"),
         ("runner.py", 31, "TRC405"),
         ("runner.py", 41, "TRC405"),
         ("runner.py", 46, "TRC405"),
+        ("runner.py", 71, "TRC405"),
         ("tests/conftest.py", 7, "TRC405"),
     }
 

@@ -211,11 +211,17 @@ class Engine:
     def capture_anchors(self, module: ModuleInfo) -> list[cst.CSTNode]:
         """The nodes of a module that start a capture: region begins (a begin call, a graph
         `with` item) and capture-helper calls."""
-        anchors = [r.begin for r in self.regions if r.module is module]
-        helpers = getattr(self, "capture_helpers", None)
-        if helpers is not None:
-            anchors.extend(site.call for site in helpers.sites if site.module is module)
-        return anchors
+        by_module = getattr(self, "_capture_anchors", None)
+        if by_module is None:
+            by_module = {}
+            for region in self.regions:
+                by_module.setdefault(id(region.module), []).append(region.begin)
+            helpers = getattr(self, "capture_helpers", None)
+            for site in helpers.sites if helpers is not None else ():
+                by_module.setdefault(id(site.module), []).append(site.call)
+            if helpers is not None:
+                self._capture_anchors = by_module  # complete: regions and helper sites are known
+        return by_module.get(id(module), [])
 
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
         key = (id(module), id(function))

@@ -508,7 +508,7 @@ class HostSideEffect(_HostLogicRule):
             return frozenset()
         return frozenset(n.name.value for node in function.nodes if isinstance(node, cst.Global) for n in node.names)
 
-    def _device_work_output(self, value: cst.BaseExpression) -> bool:
+    def _device_work_output(self, value: cst.BaseExpression, _seen: Optional[set[int]] = None) -> bool:
         """A value that device work produced, or may have: the result of a call other than
         Python's own host builtins, or a known device tensor. Storing it keeps an output
         handle; each replay refills the same buffer."""
@@ -520,11 +520,15 @@ class HostSideEffect(_HostLogicRule):
         if isinstance(value, cst.Call):
             name = context.qualified_name(value.func)
             return not (name in HOST_BUILTINS or (name is not None and _is_host_library(context, name)))
+        seen = _seen if _seen is not None else set()
+        if id(value) in seen:
+            return False  # `x = (x, y)`: a binding cycle proves nothing
+        seen.add(id(value))
         if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
-            return all(self._device_work_output(e.value) for e in value.elements)
+            return all(self._device_work_output(e.value, seen) for e in value.elements)
         if isinstance(value, cst.Name) and context.function is not None:
             bindings = _bindings(context.function).get(value.value)
-            return bool(bindings) and all(b is not None and self._device_work_output(b) for b in bindings)
+            return bool(bindings) and all(b is not None and self._device_work_output(b, seen) for b in bindings)
         return False
 
     def _report_statement(self, node: cst.CSTNode, what: str) -> None:

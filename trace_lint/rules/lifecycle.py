@@ -742,7 +742,8 @@ class DeviceReach:
     on `self` included), or returned or yielded (a pytest fixture) to code that does. A value
     passed through `**kwargs` is not followed."""
 
-    MAX_DEPTH = 4
+    # Steps (a binding, an argument, a return), not frames: a few frames deep.
+    MAX_DEPTH = 12
 
     def __init__(self, analysis):
         self.analysis = analysis
@@ -756,41 +757,50 @@ class DeviceReach:
         self._attribute_memo: dict[tuple[int, str], bool] = {}
 
     # -- where a value goes ------------------------------------------------------------------
-    def value_reaches_capture(self, expr: cst.CSTNode, function: FunctionInfo, depth: int = 0) -> bool:
+    # `field` follows an object whose attribute holds the device (`Context(device=d)`, then
+    # `context.device`); None follows the device itself.
+    def value_reaches_capture(self, expr: cst.CSTNode, function: FunctionInfo, depth: int = 0, field: Optional[str] = None) -> bool:
         if depth > self.MAX_DEPTH:
             return False
         module = function.module
         parent = module.parent(expr)
-        while isinstance(parent, (cst.Await,)) and parent is not None:
+        while isinstance(parent, cst.Await):
             expr, parent = parent, module.parent(parent)
+        if field is not None and isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value == field:
+            return self.value_reaches_capture(parent, function, depth + 1)
         if isinstance(parent, cst.Arg) and parent.value is expr:
             call = module.parent(parent)
-            return isinstance(call, cst.Call) and self._argument_captures(call, parent, function, depth)
+            return isinstance(call, cst.Call) and self._argument_captures(call, parent, function, depth, field)
         if isinstance(parent, cst.Return):
-            return self._returned_captures(function, depth)
+            return self._returned_captures(function, depth, field)
         if isinstance(parent, cst.Yield):
-            return self._yielded_captures(function, depth)
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            return self._yielded_captures(function, depth, field)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            return any(self._target_captures(t, function, depth) for t in targets)
+            return any(self._target_captures(t, function, depth, field) for t in targets)
         return False
 
-    def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int) -> bool:
+    def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int, field: Optional[str]) -> bool:
         if isinstance(target, cst.Name):
-            return self._name_captures(function, target.value, depth)
+            return self._name_captures(function, target.value, depth, field)
         attribute = self._self_attribute(target, function)
-        if attribute is not None and function.cls is not None:
+        if attribute is not None and function.cls is not None and field is None:
             return self._attribute_captures(function.cls, attribute, depth)
         return False
 
-    def _name_captures(self, function: FunctionInfo, name: str, depth: int) -> bool:
-        """A local or parameter holding the device: captured here, or handed on."""
-        key = (id(function), name)
+    def _name_captures(self, function: FunctionInfo, name: str, depth: int, field: Optional[str] = None) -> bool:
+        """A local or parameter holding the device (or, with `field`, an object holding it):
+        captured here, or handed on."""
+        key = (id(function), name if field is None else f"{name}.{field}")
         if key in self._param_memo:
             return self._param_memo[key]
         self._param_memo[key] = False  # recursion: not (yet) known to capture
-        found = name in self.devices_of.get(id(function), ()) or any(
-            self.value_reaches_capture(node, function, depth + 1)
+        if field is None:
+            found = name in self.devices_of.get(id(function), ())
+        else:
+            found = f"{name}.{field}" in self.devices_of.get(id(function), ())
+        found = found or any(
+            self.value_reaches_capture(node, function, depth + 1, field)
             for node in function.nodes
             if isinstance(node, cst.Name) and node.value == name and self._is_read(node, function)
         )
@@ -828,12 +838,22 @@ class DeviceReach:
         return found
 
     # -- calls ---------------------------------------------------------------------------------
-    def _argument_captures(self, call: cst.Call, arg: cst.Arg, function: FunctionInfo, depth: int) -> bool:
+    def _argument_captures(self, call: cst.Call, arg: cst.Arg, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
         if arg.star:
             return False  # `**kwargs` / `*args`: not followed
+        if any(a.star for a in call.args[: call.args.index(arg)]) and arg.keyword is None:
+            return False
         target, bound = self._callee(call, function)
         if target is None:
-            return False
+            # A class without `__init__` (a dataclass, a NamedTuple): the argument becomes a field.
+            fields = self._record_fields(call, function)
+            if fields is None or field is not None:
+                return False
+            name = arg.keyword.value if arg.keyword is not None else None
+            if name is None:
+                index = [a for a in call.args if a.keyword is None].index(arg)
+                name = fields[index] if index < len(fields) else None
+            return name is not None and name in fields and self.value_reaches_capture(call, function, depth + 1, name)
         params = list(target.params)
         if bound and params:
             params = params[1:]
@@ -843,13 +863,25 @@ class DeviceReach:
                 return False
         else:
             positional = [a for a in call.args if a.keyword is None and not a.star]
-            if any(a.star for a in call.args[: call.args.index(arg)]):
-                return False
             index = positional.index(arg)
             if index >= len(params):
                 return False
             name = params[index]
-        return self._name_captures(target, name, depth + 1)
+        return self._name_captures(target, name, depth + 1, field)
+
+    def _record_fields(self, call: cst.Call, function: FunctionInfo) -> Optional[list[str]]:
+        """The annotated fields, in order, of a project class without `__init__` constructed here."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        definition = self.project.lookup(name) if name else None
+        if definition is None or isinstance(definition, FunctionInfo) or self.resolver.method(definition, "__init__") is not None:
+            return None
+        fields = []
+        for statement in definition.node.body.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        fields.append(small.target.value)
+        return fields
 
     def _callee(self, call: cst.Call, function: FunctionInfo):
         """The project function a call runs, and whether its first parameter is bound."""
@@ -873,18 +905,18 @@ class DeviceReach:
                 if self.resolver.resolve(call, caller) is function:
                     yield call, caller
 
-    def _returned_captures(self, function: FunctionInfo, depth: int) -> bool:
-        return any(self.value_reaches_capture(call, caller, depth + 1) for call, caller in self._callers(function))
+    def _returned_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
+        return any(self.value_reaches_capture(call, caller, depth + 1, field) for call, caller in self._callers(function))
 
-    def _yielded_captures(self, function: FunctionInfo, depth: int) -> bool:
+    def _yielded_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
         """A pytest fixture yielding the device: the tests taking it as a parameter."""
         name = _fixture_name(function)
         if name is None:
-            return self._returned_captures(function, depth)
+            return self._returned_captures(function, depth, field)
         for module in self.project.modules_mentioning(name.encode()):
             module.load()
             for candidate in module.iter_functions((name,)):
-                if name in candidate.params and self._name_captures(candidate, name, depth + 1):
+                if name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
                     return True
         return False
 
