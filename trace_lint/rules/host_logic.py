@@ -520,6 +520,8 @@ class HostSideEffect(_HostLogicRule):
         if isinstance(value, cst.Call):
             name = context.qualified_name(value.func)
             return not (name in HOST_BUILTINS or (name is not None and _is_host_library(context, name)))
+        if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
+            return True  # `buf[:bs]`: a view of a buffer, what tensor code stores and copies
         seen = _seen if _seen is not None else set()
         if id(value) in seen:
             return False  # `x = (x, y)`: a binding cycle proves nothing
