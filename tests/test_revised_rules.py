@@ -103,3 +103,48 @@ def test_capture_contexts_is_what_makes_a_wrapper_a_region(lint):
     assert [(f.location.row, f.code) for f in lint(WRAPPED_GRAPH, select=())] == []
     found = lint(WRAPPED_GRAPH, select=(), capture_contexts=("device_module.graph",))
     assert [(f.location.row, f.code) for f in found] == [(7, "TRC102")]
+
+
+HELPER_IN_CACHE_BLOCK = """\
+import torch
+import ttnn
+
+
+def capture_trace(device, run):
+    run()
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        run()
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return tid
+
+
+def step():
+    return ttnn.to_torch(None)
+
+
+def read(x):
+    return x.item()
+
+
+class Runner:
+    def __init__(self):
+        self.tid = None
+        self.graph = None
+
+    def run(self, device, x):
+        if self.tid is None:
+            self.tid = capture_trace(device, step)
+        if self.graph is None:
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                y = read(x)
+        return self.tid
+"""
+
+
+def test_helper_call_and_graph_with_in_a_cache_shaped_block_are_captures(lint):
+    found = sorted((f.location.row, f.code) for f in lint(HELPER_IN_CACHE_BLOCK, select=("TRC1", "TRC2", "TRC3")))
+    # Line 20 is reached only through the graph `with` inside `if self.graph is None:`.
+    assert found == [(16, "TRC102"), (20, "TRC102")]
