@@ -66,7 +66,7 @@ def test_missing_trace_region_only_where_the_device_reaches_a_capture():
         ("runner.py", 41, "TRC405"),
         ("runner.py", 46, "TRC405"),
         ("runner.py", 71, "TRC405"),
-        ("tests/conftest.py", 7, "TRC405"),
+        ("tests/device_fixtures.py", 7, "TRC405"),
     }
 
 
