@@ -31,3 +31,11 @@ def test_rule_example(rule, example, tmp_path):
     lines = sorted(f.location.row for f in findings if f.code == rule.code)
     expected = sorted(getattr(example, "lines", ()))
     assert lines == expected, "\n".join(f"{f.location.row}: {f.code} {f.message}" for f in findings)
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=[r.code for r in ALL_RULES])
+def test_use_instead_example_is_clean(rule, tmp_path):
+    """The "Use instead" code that `trace-lint rule CODE` prints passes every default rule."""
+    assert rule.VALID, rule.code
+    findings = findings_for(rule.VALID[0].source, tmp_path, select=())
+    assert not findings, "\n".join(f"{f.location.row}: {f.code} {f.message}" for f in findings)

@@ -34,6 +34,8 @@ def tables() -> SimpleNamespace:
         python=_frozen(data["python"]),
         tensor=_frozen(data["tensor"]),
     )
+    if "host_metadata" in data:
+        namespace.host_metadata = _frozen(data["host_metadata"])
     if "torch" in data:
         namespace.torch = _frozen(data["torch"])
     return namespace

@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from .calls import CallResolver
-from .project import FunctionInfo, ModuleInfo, Project
+from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import Region, call_arguments
 
 
@@ -20,6 +20,11 @@ class Helper:
     function: Optional[FunctionInfo]  # None for a configured helper outside the project
     name: str  # how findings name it
     params: set[str] = field(default_factory=set)  # parameters whose argument is captured
+    # A class helper (`Tracer(fn)`): `function` is its `__init__`, which stores the captured
+    # parameters on `self`; the methods whose regions call them, and those attributes.
+    cls: Optional[ClassInfo] = None
+    capturing_methods: list[FunctionInfo] = field(default_factory=list)
+    stored: set[str] = field(default_factory=set)
 
 
 @dataclass(eq=False)
@@ -41,7 +46,9 @@ def _parameter_arguments(helper: Helper, call: cst.Call) -> list[cst.BaseExpress
         # A configured helper outside the project: any argument may be the callable.
         return [a.value for a in call.args if not a.star]
     params = list(function.params)
-    if function.cls is not None and params and isinstance(call.func, cst.Attribute):
+    if helper.cls is not None and params:
+        params = params[1:]  # a construction: the new instance fills `self`
+    elif function.cls is not None and params and isinstance(call.func, cst.Attribute):
         params = params[1:]  # bound: the receiver fills the first parameter
     positional, keywords = call_arguments(call)
     found = [value for name, value in zip(params, positional) if name in helper.params]
@@ -72,18 +79,60 @@ class CaptureHelpers:
             for node in function.nodes:
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in parameters and region.contains(node):
                     self._helper_for(function).params.add(node.func.value)
+            self._class_helper(region)
         for name in self.configured:
             definition = self.project.lookup(name)
-            if isinstance(definition, FunctionInfo):
+            if isinstance(definition, FunctionInfo) and not is_contextmanager(definition):
                 helper = self._helper_for(definition)
                 helper.params.update(definition.params)
         self._propagate()
         self._collect_sites()
         return self.sites
 
+    def _class_helper(self, region: Region) -> None:
+        """A method whose region calls `self.<attr>()`, where `__init__` stored a parameter in
+        `self.<attr>`: each construction of the class captures that argument."""
+        method = region.function
+        cls = method.cls
+        if cls is None or not method.params:
+            return
+        receiver = method.params[0]
+        init = self.resolver.method(cls, "__init__")
+        if init is None or not init.params:
+            return
+        stored = _stored_parameters(init)
+        for node in method.nodes:
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == receiver
+                and node.func.attr.value in stored
+                and region.contains(node)
+            ):
+                helper = self._helper_for(init)
+                helper.cls = cls
+                helper.name = cls.name
+                helper.params.add(stored[node.func.attr.value])
+                helper.stored.add(node.func.attr.value)
+                if method not in helper.capturing_methods:
+                    helper.capturing_methods.append(method)
+
+    def stored_callables(self, function: FunctionInfo) -> set[str]:
+        """The `self.<attr>` callables a class helper's method captures (judged at the
+        constructions, not in the method)."""
+        found: set[str] = set()
+        for helper in self.helpers.values():
+            if helper.cls is not None and function in helper.capturing_methods:
+                found |= helper.stored
+        return found
+
     def _calls_of(self, helper: Helper) -> Iterable[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
         function = helper.function
         assert function is not None
+        if helper.cls is not None:
+            yield from self._constructions(helper.cls)
+            return
         for module in self.project.modules_calling(function.name):
             for call, caller in module.iter_calls((function.name,)):
                 if callee_name(call) != function.name:
@@ -91,6 +140,15 @@ class CaptureHelpers:
                 if caller is not None and caller is not function and self.resolver.resolve(call, caller) is function:
                     yield call, caller, module
                 elif caller is None and self.resolver.callable_target(call.func, None, module) is function:
+                    yield call, caller, module
+
+    def _constructions(self, cls: ClassInfo) -> Iterable[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+        for module in self.project.modules_calling(cls.name):
+            for call, caller in module.iter_calls((cls.name,)):
+                if callee_name(call) != cls.name:
+                    continue
+                name = self.project.qualified_name(call.func, module, caller)
+                if name is not None and self.project.lookup(name) is cls:
                     yield call, caller, module
 
     def _propagate(self) -> None:
@@ -133,6 +191,78 @@ class CaptureHelpers:
                 self.sites.append(HelperSite(helper, caller, module, call, argument, target))
 
 
+def _stored_parameters(init: FunctionInfo) -> dict[str, str]:
+    """`self.<attr> = <param>` in `__init__`: attribute -> parameter (a parameter rebound
+    before it is stored is not the caller's)."""
+    receiver = init.params[0]
+    parameters = set(init.params[1:]) - _rebound(init)
+    stored: dict[str, str] = {}
+    for node in init.nodes:
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in parameters:
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+                    stored[t.attr.value] = node.value.value
+    return stored
+
+
+CONTEXTMANAGER_DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+
+
+def is_contextmanager(function: FunctionInfo) -> bool:
+    """Decorated with `@contextlib.contextmanager` (however imported)."""
+    project_names = function.module
+    for decorator in function.node.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("contextmanager", "asynccontextmanager"):
+            return True
+        if isinstance(expr, cst.Name) and project_names.imports.get(expr.value) in CONTEXTMANAGER_DECORATORS:
+            return True
+    return False
+
+
+def contextmanager_regions(project: Project, resolver: CallResolver, regions: Iterable[Region], configured: Iterable[str] = ()) -> list[Region]:
+    """`@contextlib.contextmanager` capture helpers: a generator whose region (begin ... end)
+    holds its `yield`, or one named in `capture-helpers`. The body of each `with helper(...):`
+    is a region of the function holding the `with` (framing code, like a graph `with`)."""
+    helpers: dict[int, tuple[FunctionInfo, str]] = {}
+    for region in regions:
+        function = region.function
+        if id(function) in helpers or not is_contextmanager(function):
+            continue
+        if any(isinstance(node, (cst.Yield,)) and region.contains(node) for node in function.nodes):
+            helpers[id(function)] = (function, region.kind)
+    for name in configured:
+        definition = project.lookup(name)
+        if isinstance(definition, FunctionInfo) and is_contextmanager(definition) and id(definition) not in helpers:
+            helpers[id(definition)] = (definition, "declared")
+    found: list[Region] = []
+    for helper, kind in helpers.values():
+        for module in project.modules_calling(helper.name):
+            for call, caller in module.iter_calls((helper.name,)):
+                if caller is None or callee_name(call) != helper.name:
+                    continue
+                item = module.parent(call)
+                statement = module.parent(item) if isinstance(item, cst.WithItem) else None
+                if not isinstance(statement, cst.With) or item.item is not call:
+                    continue
+                if resolver.resolve(call, caller) is not helper:
+                    continue
+                found.append(
+                    Region(
+                        kind=kind,
+                        function=caller,
+                        begin=call,
+                        begin_statement=statement,
+                        end=None,  # a `with` always closes
+                        trace_id=None,
+                        start=module.start(statement.body),
+                        stop=module.end(statement.body),
+                    )
+                )
+    return found
+
+
 def callee_name(call: cst.Call) -> Optional[str]:
     func = call.func
     if isinstance(func, cst.Name):
@@ -151,4 +281,4 @@ def _rebound(function: FunctionInfo) -> set[str]:
     return bound & set(function.params)
 
 
-__all__ = ["CaptureHelpers", "Helper", "HelperSite"]
+__all__ = ["CaptureHelpers", "Helper", "HelperSite", "contextmanager_regions", "is_contextmanager"]

@@ -104,8 +104,46 @@ def _is_graph(project: Project, function: FunctionInfo, receiver: cst.BaseExpres
     return None
 
 
-def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Region]:
-    """The CUDA-graph regions of one function, in source order."""
+def dotted_parts(expr: cst.BaseExpression) -> list[str]:
+    """The names of a callee as written, calls skipped: `get_accelerator().capture_to_graph`
+    -> ["get_accelerator", "capture_to_graph"], `self.device_module.graph` -> ["self",
+    "device_module", "graph"]."""
+    parts: list[str] = []
+    while True:
+        if isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Name):
+            parts.append(expr.value)
+            break
+        else:
+            break
+    parts.reverse()
+    return parts
+
+
+def is_capture_context(project: Project, call: cst.Call, function: FunctionInfo, capture_contexts=()) -> bool:
+    """`torch.cuda.graph(...)`, or a context manager named in `capture-contexts` (a dotted
+    tail of the callee as written, or its full qualified name)."""
+    module = function.module
+    name = project.qualified_name(call.func, module, function)
+    if name in tables().torch.graph_context:
+        return True
+    if not capture_contexts:
+        return False
+    parts = dotted_parts(call.func)
+    for context in capture_contexts:
+        wanted = context.split(".")
+        if name == context or (len(parts) >= len(wanted) and parts[-len(wanted):] == wanted):
+            return True
+    return False
+
+
+def find_cuda_graph_regions(project: Project, function: FunctionInfo, capture_contexts: tuple[str, ...] = ()) -> list[Region]:
+    """The CUDA-graph regions of one function, in source order; `capture_contexts` are the
+    configured context managers that capture like `torch.cuda.graph`."""
     api = tables().torch
     module = function.module
     regions: list[Region] = []
@@ -119,7 +157,7 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo) -> list[Re
         if kind is cst.With:
             for item in node.items:
                 call = item.item
-                if isinstance(call, cst.Call) and project.qualified_name(call.func, module, function) in api.graph_context:
+                if isinstance(call, cst.Call) and is_capture_context(project, call, function, capture_contexts):
                     positional, keywords = call_arguments(call)
                     graph = keywords.get("cuda_graph", positional[0] if positional else None)
                     regions.append(

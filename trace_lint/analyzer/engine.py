@@ -15,7 +15,7 @@ import libcst as cst
 from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
-from .capture_helpers import CaptureHelpers
+from .capture_helpers import CaptureHelpers, contextmanager_regions
 from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
@@ -133,9 +133,21 @@ def _small_statements(body: cst.BaseSuite):
             stack.extend(children(node))
 
 
-def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[int, bool]:
+def first_use_flags(
+    module: ModuleInfo, nodes: Sequence[cst.CSTNode], capture_anchors: Sequence[cst.CSTNode] = ()
+) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
-    test and body are; its `else`/`elif` runs at capture."""
+    test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
+    capture anchors (a begin call, a graph `with` item, a capture-helper call) is the
+    capture itself, not a cache fill."""
+    spans = [(module.start(a), module.end(a)) for a in capture_anchors if a in module.positions]
+
+    def holds_capture(node: cst.If) -> bool:
+        if not spans:
+            return False
+        start, end = module.start(node), module.end(node)
+        return any(start <= a_start and a_end <= end for a_start, a_end in spans)
+
     flags: dict[int, bool] = {}
     parents = module.parents
     cache_ifs: dict[int, bool] = {}
@@ -146,7 +158,7 @@ def first_use_flags(module: ModuleInfo, nodes: Sequence[cst.CSTNode]) -> dict[in
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
         if type(node) is cst.If:
-            cache_ifs[id(node)] = is_first_use_cache(node, module)
+            cache_ifs[id(node)] = is_first_use_cache(node, module) and not holds_capture(node)
             flags[id(node)] = inherited or cache_ifs[id(node)]
         else:
             flags[id(node)] = inherited
@@ -157,7 +169,7 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_cal
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes)
+    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module))
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -199,6 +211,21 @@ class Engine:
         self._candidate_functions: dict[int, list[FunctionInfo]] = {}
 
     # -- facts shared by rules ---------------------------------------------------------------
+    def capture_anchors(self, module: ModuleInfo) -> list[cst.CSTNode]:
+        """The nodes of a module that start a capture: region begins (a begin call, a graph
+        `with` item) and capture-helper calls."""
+        by_module = getattr(self, "_capture_anchors", None)
+        if by_module is None:
+            by_module = {}
+            for region in self.regions:
+                by_module.setdefault(id(region.module), []).append(region.begin)
+            helpers = getattr(self, "capture_helpers", None)
+            for site in helpers.sites if helpers is not None else ():
+                by_module.setdefault(id(site.module), []).append(site.call)
+            if helpers is not None:
+                self._capture_anchors = by_module  # complete: regions and helper sites are known
+        return by_module.get(id(module), [])
+
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
         key = (id(module), id(function))
         if key not in self._tensor_facts:
@@ -311,7 +338,8 @@ class Engine:
                 continue
             for function in self._functions_of(module):
                 self.regions.extend(find_regions(self.project, function))
-                self.regions.extend(find_cuda_graph_regions(self.project, function))
+                self.regions.extend(find_cuda_graph_regions(self.project, function, self.settings.capture_contexts))
+        self.regions.extend(contextmanager_regions(self.project, self.resolver, self.regions, self.settings.capture_helpers))
         self._collect_roots(candidates)
         for region in self.regions:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
@@ -394,7 +422,8 @@ class Engine:
                 Location(start.line, start.column + 1),
                 f"`{module.code(site.argument)}` is captured by the helper `{site.helper.name}` here{where}",
             )
-            helper_function = site.helper.function
+            # A class helper captures in its methods, not in the `__init__` that stores the callable.
+            helper_function = site.helper.capturing_methods[0] if site.helper.capturing_methods else site.helper.function
             kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
             self.roots.append(Root(related, kind=kind))
             self._pending.append((site.target, len(self.roots) - 1, [related]))

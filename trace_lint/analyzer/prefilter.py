@@ -151,6 +151,8 @@ def prefilter_for(settings, capture_tables) -> Prefilter:
         words.extend(m.encode() for m in torch.graph_begin_methods)
     # `captured-functions` match a def's name: the name itself is the token.
     words.extend(name.rsplit(".", 1)[-1].encode() for name in settings.captured_functions)
+    # `capture-contexts` are dotted tails (`device_module.graph`): their last part is the token.
+    words.extend(name.rsplit(".", 1)[-1].encode() for name in getattr(settings, "capture_contexts", ()))
     return Prefilter(targets, words)
 
 

@@ -60,10 +60,17 @@ def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, 
     return positional, keywords
 
 
+def _yields(value: Optional[cst.BaseExpression], call: cst.Call) -> bool:
+    """The value is the call, or a conditional capture's `begin(...) if capture else None`."""
+    if value is call:
+        return True
+    return isinstance(value, cst.IfExp) and (value.body is call or value.orelse is call)
+
+
 def _assigned_target(statement: cst.CSTNode, call: cst.Call) -> Optional[cst.BaseExpression]:
-    if isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1:
+    if isinstance(statement, cst.Assign) and _yields(statement.value, call) and len(statement.targets) == 1:
         return statement.targets[0].target
-    if isinstance(statement, cst.AnnAssign) and statement.value is call:
+    if isinstance(statement, cst.AnnAssign) and _yields(statement.value, call):
         return statement.target
     return None
 

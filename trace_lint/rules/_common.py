@@ -58,12 +58,13 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
     """The first sub-expression that reads a device tensor's value, skipping host metadata
     (shape, dtype, layout, len(), isinstance(), `is None`)."""
     tensor = context.tables.tensor
+    metadata = context.tables.host_metadata
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.Lambda, cst.FunctionDef)):
             continue
-        if isinstance(node, cst.Attribute) and node.attr.value in tensor.metadata_attributes:
+        if isinstance(node, cst.Attribute) and (node.attr.value in tensor.metadata_attributes or node.attr.value in metadata.attributes):
             continue
         if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
             continue
@@ -71,8 +72,10 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
             name = context.qualified_name(node.func)
             if name in tensor.metadata_functions:
                 continue
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in tensor.metadata_attributes:
-                continue  # `t.size(0)`, `t.dim()`: host metadata
+            if isinstance(node.func, cst.Attribute) and (
+                node.func.attr.value in tensor.metadata_attributes or node.func.attr.value in metadata.methods
+            ):
+                continue  # `t.size(0)`, `t.dim()`, `t.is_allocated()`: host metadata
             if reads_to_host(context, node) or is_read_method_call(context, node) or context.is_device_value(node):
                 return node
             # A method of a device tensor (`t.sum()`) computes on its value.
@@ -96,3 +99,65 @@ def has_star_kwargs(call: cst.Call) -> bool:
 
 def is_none(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)
+
+
+def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Whether a test reads only what cannot differ between capture and replay: host
+    metadata of tensors (`x.shape[-1] > 32`, `t.is_allocated()`), types (`isinstance`),
+    literals, and module-level constants or imported names (`x.layout == ttnn.TILE_LAYOUT`)."""
+    from ..analyzer.project import local_names
+
+    metadata = context.tables.host_metadata
+    function = context.function
+    locals_ = local_names(function) if function is not None else frozenset()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _LITERALS):
+            continue
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                continue
+            if node.value in locals_:
+                return False
+            module = context.module
+            if node.value in module.globals or node.value in module.imports or node.value in module.top_level:
+                continue
+            return False
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in metadata.attributes or node.attr.value in context.tables.tensor.metadata_attributes:
+                continue  # the receiver's metadata, whatever the receiver
+            if context.qualified_name(node) is not None:
+                continue  # a module attribute: `ttnn.TILE_LAYOUT`, `config.DEBUG`
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
+                stack.extend(a.value for a in node.args)
+                continue
+            if isinstance(func, cst.Name) and func.value in metadata.type_tests and func.value not in locals_:
+                continue  # `isinstance(x, T)`: types are fixed
+            return False
+        if isinstance(node, cst.Comparison):
+            stack.append(node.left)
+            stack.extend(c.comparator for c in node.comparisons)
+        elif isinstance(node, cst.BooleanOperation) or isinstance(node, cst.BinaryOperation):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, cst.Subscript):
+            stack.append(node.value)
+            for element in node.slice:
+                part = element.slice
+                if isinstance(part, cst.Index):
+                    stack.append(part.value)
+                else:
+                    stack.extend(p for p in (part.lower, part.upper, part.step) if p is not None)
+        elif isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            stack.extend(e.value for e in node.elements)
+        else:
+            return False
+    return True

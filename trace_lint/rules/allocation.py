@@ -81,8 +81,10 @@ class TensorCreation(Rule):
             def capture(device, x):
                 bias = ttnn.zeros([1, 32], device=device)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.add(x, bias)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.add(x, bias)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y, bias
             """
         ),
@@ -198,10 +200,12 @@ class FreedTraceBuffer(Rule):
 
             def run(device, x):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                hidden = ttnn.relu(x)
-                out = ttnn.softmax(hidden)
-                ttnn.deallocate(hidden)  # an intermediate, last used here
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    hidden = ttnn.relu(x)
+                    out = ttnn.softmax(hidden)
+                    ttnn.deallocate(hidden)  # an intermediate, last used here
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 ttnn.execute_trace(device, tid, cq_id=0)
                 ttnn.release_trace(device, tid)
                 ttnn.deallocate(x)
@@ -354,8 +358,10 @@ class UnallocatedOutput(Rule):
             def capture(device, a, b):
                 out = ttnn.zeros_like(a)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                ttnn.add(a, b, output_tensor=out)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    ttnn.add(a, b, output_tensor=out)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return tid, out
             """
         )

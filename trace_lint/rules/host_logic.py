@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from ._common import device_value_in, enclosing_statement
+from ._common import device_value_in, enclosing_statement, fixed_for_the_program
+from ..analyzer.project import FunctionInfo
 from .base import Invalid, Rule, Valid
 
 
@@ -19,7 +20,13 @@ class ConditionalInRegion(_HostLogicRule):
     ## What it does
     Flags a Python conditional written lexically between `begin_trace_capture` and
     `end_trace_capture` (or `capture_begin()` and `capture_end()`, or in the body of
-    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary, `match` and `assert`.
+    `with torch.cuda.graph(g):`): `if`/`elif`, `while`, a ternary and `match`.
+
+    Not reported: `assert` (it checks, it chooses no device work), and tests that cannot
+    differ between capture and replay: host metadata of tensors (`x.shape[-1] > 32`,
+    `t.is_allocated()`, `x.dtype == ttnn.bfloat16`), types (`isinstance`), literals and
+    module-level constants. The guards of a conditional capture
+    (`if capture: tid = ttnn.begin_trace_capture(...)`) are outside the region.
 
     ## Why is this bad?
     The condition is evaluated once, at capture. Replay runs the device commands of the
@@ -41,14 +48,16 @@ class ConditionalInRegion(_HostLogicRule):
 
             def capture(device, x, use_gelu):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                if use_gelu:
-                    y = ttnn.gelu(x)
-                else:
-                    y = ttnn.relu(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    if use_gelu:
+                        y = ttnn.gelu(x)
+                    else:
+                        y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(5,),
+            lines=(6,),
         ),
         Invalid(
             """
@@ -87,8 +96,10 @@ class ConditionalInRegion(_HostLogicRule):
             def capture(device, x, use_gelu):
                 activation = ttnn.gelu if use_gelu else ttnn.relu
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = activation(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = activation(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         ),
@@ -108,24 +119,23 @@ class ConditionalInRegion(_HostLogicRule):
         ),
     ]
 
-    def _flag(self, node: cst.CSTNode, what: str) -> None:
+    def _flag(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
+        if fixed_for_the_program(self.context, test):
+            return  # the same answer at capture and at every replay: nothing is frozen
         self.report(node, f"{what} inside a capture region is evaluated once; the branch taken at capture is frozen into the trace")
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.context.ancestors[-1] if self.context.ancestors else None
-        self._flag(node, "`elif`" if isinstance(parent, cst.If) and parent.orelse is node else "`if`")
+        self._flag(node, node.test, "`elif`" if isinstance(parent, cst.If) and parent.orelse is node else "`if`")
 
     def visit_While(self, node: cst.While) -> None:
-        self._flag(node, "`while`")
+        self._flag(node, node.test, "`while`")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._flag(node, "a conditional expression")
+        self._flag(node, node.test, "a conditional expression")
 
     def visit_Match(self, node: cst.Match) -> None:
-        self._flag(node, "`match`")
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self._flag(node, "`assert`")
+        self._flag(node, node.subject, "`match`")
 
 
 class BranchOnDeviceValue(_HostLogicRule):
@@ -155,13 +165,15 @@ class BranchOnDeviceValue(_HostLogicRule):
 
             def capture(device, x, threshold):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                if ttnn.max(y) > threshold:
-                    y = ttnn.multiply(y, 0.5)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                    if ttnn.max(y) > threshold:
+                        y = ttnn.multiply(y, 0.5)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(6,),
+            lines=(7,),
         ),
         Invalid(
             """
@@ -207,10 +219,12 @@ class BranchOnDeviceValue(_HostLogicRule):
 
             def capture(device, x, threshold):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                mask = ttnn.gt(y, threshold)
-                y = ttnn.where(mask, ttnn.multiply(y, 0.5), y)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                    mask = ttnn.gt(y, threshold)
+                    y = ttnn.where(mask, ttnn.multiply(y, 0.5), y)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         ),
@@ -275,10 +289,21 @@ class HostSideEffect(_HostLogicRule):
     ## What it does
     Flags host side effects in the captured work (code reached through calls, declared
     captured, or passed as the captured callable; not the framing code written between
-    begin and end): assignments to attributes, globals, elements of module-level containers
-    or of an attribute's container (`self.stats[k] += 1`), `.append`/`.extend`/`.update` on
-    those, random numbers (`random`, `numpy.random`, torch CPU generators) and wall-clock
-    reads (`time.time`, `time.perf_counter`).
+    begin and end) on state that outlives the capture: augmented assignment, or assignment
+    of a host value, to an attribute of `self`/`cls` or of an object reachable from them, a
+    global, a class attribute, an element of a module-level container, of an attribute's
+    container (`self.stats[k] += 1`) or of a container from an enclosing function
+    (`state["i"] += 1` in a closure); the mutators `append`, `extend`, `insert`, `update`,
+    `setdefault`, `pop`, `clear`, `add`, `remove` and `discard` on those; random numbers
+    (`random`, `numpy.random`, torch CPU generators) and wall-clock reads (`time.time`,
+    `time.perf_counter`).
+
+    An augmented assignment to an attribute of an object handed in by the caller
+    (`state.steps += 1` on a parameter) accumulates across calls and is reported too.
+
+    Not reported: attributes of objects made at capture time (`p = Params(); p.handle = h`,
+    a parameter's `batch.x = x`), and storing what device work produced
+    (`self.output = self.model(self.input)`: an output handle, refilled by each replay).
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ...`) run during the
     warm-up and are not reported.
@@ -369,8 +394,10 @@ class HostSideEffect(_HostLogicRule):
             def capture(device, attention, x):
                 attention.forward(x)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                out = attention.forward(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    out = attention.forward(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return out
             """
         ),
@@ -407,25 +434,66 @@ class HostSideEffect(_HostLogicRule):
             function._global_names = cached  # type: ignore[attr-defined]
         return cached
 
-    def _module_container(self, expr: cst.BaseExpression) -> bool:
-        """A module-level name that the function does not rebind locally."""
-        if not isinstance(expr, cst.Name):
-            return False
+    def _root_kind(self, name: str) -> Optional[str]:
+        """What a name designates, for state that outlives the capture: "self" (the receiver of
+        this method or of an enclosing one), "global", "module" (a module-level name),
+        "class" (an imported or module-level class or module), "closure" (a local of an
+        enclosing function); None for this function's own locals and parameters."""
         from ..analyzer.project import local_names
 
         function = self.context.function
-        if function is not None and expr.value in local_names(function) and expr.value not in self._globals_declared():
-            return False
-        return expr.value in self.context.module.globals and self.context.qualified_name(expr) is None
+        if function is None:
+            return None
+        if name in self._globals_declared():
+            return "global"
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            if name in local_names(scope):
+                if _receiver(scope) == name:
+                    return "self"
+                return None if scope is function else "closure"
+            scope = scope.parent
+        module = self.context.module
+        if name in module.imports or name in module.top_level:
+            return "class"
+        if name in module.globals:
+            return "module"
+        return None
 
-    def _shared_target(self, target: cst.BaseExpression) -> Optional[str]:
+    def _rooted(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The root kind of `a.b.c` / `a[k].b`: the kind of `a`."""
+        while isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        return self._root_kind(expr.value) if isinstance(expr, cst.Name) else None
+
+    def _rooted_in_parameter(self, expr: cst.BaseExpression) -> bool:
+        while isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        function = self.context.function
+        return isinstance(expr, cst.Name) and function is not None and expr.value in function.params
+
+    def _outliving_container(self, container: cst.BaseExpression) -> bool:
+        """A container that outlives the capture: an attribute of self/cls, of a global or of
+        a class (`self.stats`), a module-level container, or one from an enclosing function."""
+        if isinstance(container, cst.Name):
+            return self._root_kind(container.value) in ("global", "module", "closure")
+        if isinstance(container, (cst.Attribute, cst.Subscript)):
+            return self._rooted(container) in ("self", "global", "module", "class")
+        return False
+
+    def _shared_target(self, target: cst.BaseExpression, augmented: bool = False) -> Optional[str]:
         if isinstance(target, cst.Attribute):
-            return f"assignment to the attribute `{self.context.module.code(target)}`"
+            if self._rooted(target) in ("self", "global", "module", "class"):
+                return f"assignment to the attribute `{self.context.module.code(target)}`"
+            if augmented and self._rooted_in_parameter(target):
+                # `state.steps += 1` accumulates on an object the caller handed in.
+                return f"augmented assignment to the attribute `{self.context.module.code(target)}`"
+            return None  # an attribute of a capture-time object (a local, a parameter)
         if isinstance(target, cst.Name) and target.value in self._globals_declared():
-            return f"assignment to the global `{target.value}`"
+            return f"assignment to the {'global' if target.value in self._global_only() else 'enclosing variable'} `{target.value}`"
         if isinstance(target, cst.Subscript):
             container = target.value
-            if isinstance(container, cst.Attribute) or self._module_container(container):
+            if self._outliving_container(container):
                 return f"assignment into `{self.context.module.code(container)}`"
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -434,10 +502,43 @@ class HostSideEffect(_HostLogicRule):
                     return found
         return None
 
+    def _global_only(self) -> frozenset[str]:
+        function = self.context.function
+        if function is None:
+            return frozenset()
+        return frozenset(n.name.value for node in function.nodes if isinstance(node, cst.Global) for n in node.names)
+
+    def _device_work_output(self, value: cst.BaseExpression, _seen: Optional[set[int]] = None) -> bool:
+        """A value that device work produced, or may have: the result of a call other than
+        Python's own host builtins, or a known device tensor. Storing it keeps an output
+        handle; each replay refills the same buffer."""
+        context = self.context
+        if context.is_device_value(value):
+            return True
+        if isinstance(value, cst.Await):
+            return True
+        if isinstance(value, cst.Call):
+            name = context.qualified_name(value.func)
+            return not (name in HOST_BUILTINS or (name is not None and _is_host_library(context, name)))
+        if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
+            return True  # `buf[:bs]`: a view of a buffer, what tensor code stores and copies
+        seen = _seen if _seen is not None else set()
+        if id(value) in seen:
+            return False  # `x = (x, y)`: a binding cycle proves nothing
+        seen.add(id(value))
+        if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
+            return all(self._device_work_output(e.value, seen) for e in value.elements)
+        if isinstance(value, cst.Name) and context.function is not None:
+            bindings = _bindings(context.function).get(value.value)
+            return bool(bindings) and all(b is not None and self._device_work_output(b, seen) for b in bindings)
+        return False
+
     def _report_statement(self, node: cst.CSTNode, what: str) -> None:
         self.report(enclosing_statement(self.context, node), f"{what} runs at capture only; replay will not repeat it")
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self._device_work_output(node.value):
+            return
         for target in node.targets:
             what = self._shared_target(target.target)
             if what:
@@ -445,12 +546,14 @@ class HostSideEffect(_HostLogicRule):
                 return
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        what = self._shared_target(node.target)
+        if self.context.is_device_value(node.target):
+            return  # an in-place device op on a tensor
+        what = self._shared_target(node.target, augmented=True)
         if what:
             self._report_statement(node, what)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
+        if node.value is not None and not self._device_work_output(node.value):
             what = self._shared_target(node.target)
             if what:
                 self._report_statement(node, what)
@@ -463,7 +566,11 @@ class HostSideEffect(_HostLogicRule):
             receiver = func.value
             if context.function is not None and self.analysis.resolver.resolve(node, context.function) is not None:
                 pass  # a project method: its own body is analysed where it is reached
-            elif isinstance(receiver, cst.Attribute) or self._module_container(receiver):
+            elif context.is_device_value(receiver):
+                pass  # `t.add(u)`: a tensor op, not a container mutation
+            elif func.attr.value in _SET_ONLY and not isinstance(context.ancestors[-1] if context.ancestors else None, cst.Expr):
+                pass  # `y = w.add(x)` uses a result: a tensor op; `set.add` returns None
+            elif self._outliving_container(receiver):
                 self._report_statement(node, f"`.{func.attr.value}()` on `{context.module.code(receiver)}`")
                 return
         name = context.qualified_name(func)
@@ -475,6 +582,57 @@ class HostSideEffect(_HostLogicRule):
             self._report_statement(node, f"the CPU random draw `{name}`")
         elif name in python.clock:
             self._report_statement(node, f"the wall-clock read `{name}`")
+
+
+# Mutators that only sets have: on a tensor they are ops whose result is used.
+_SET_ONLY = frozenset({"add", "remove", "discard"})
+
+# Builtins whose result is a host value.
+HOST_BUILTINS = frozenset({
+    "int", "float", "bool", "str", "bytes", "len", "list", "dict", "tuple", "set", "frozenset",
+    "min", "max", "sum", "abs", "round", "range", "sorted", "reversed", "enumerate", "zip",
+    "repr", "format", "hash", "id", "divmod", "pow", "any", "all", "isinstance", "getattr",
+})
+
+
+def _is_host_library(context, name: str) -> bool:
+    python = context.tables.python
+    return name in python.clock or any(name.startswith(prefix + ".") for prefix in python.random)
+
+
+def _receiver(function: FunctionInfo) -> Optional[str]:
+    """The name of a method's `self`/`cls` parameter; None for functions and static methods."""
+    if function.cls is None or not function.params:
+        return None
+    for decorator in function.node.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "staticmethod":
+            return None
+    return function.params[0]
+
+
+def _bindings(function: FunctionInfo) -> dict[str, list[Optional[cst.BaseExpression]]]:
+    """Local name -> the values of its `=` bindings (None for other kinds of binding)."""
+    cached = getattr(function, "_value_bindings", None)
+    if cached is not None:
+        return cached
+    found: dict[str, list[Optional[cst.BaseExpression]]] = {}
+    for node in function.nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(node.value)
+                elif isinstance(target.target, (cst.Tuple, cst.List)):
+                    for element in target.target.elements:
+                        if isinstance(element.value, cst.Name):
+                            found.setdefault(element.value.value, []).append(None)
+        elif isinstance(node, (cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            if isinstance(target, cst.Name):
+                found.setdefault(target.value, []).append(None)
+    for param in function.params:
+        found.setdefault(param, []).append(None)
+    function._value_bindings = found  # type: ignore[attr-defined]
+    return found
 
 
 def _is_host_torch(call: cst.Call) -> bool:
@@ -511,11 +669,13 @@ class ShapeArithmetic(_HostLogicRule):
 
             def capture(device, x, pos):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.slice(x, [0, pos + 1], [1, x.shape[1] * 2])
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.slice(x, [0, pos + 1], [1, x.shape[1] * 2])
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(5,),
+            lines=(6,),
         )
     ]
     VALID = [
@@ -526,8 +686,10 @@ class ShapeArithmetic(_HostLogicRule):
             def capture(device, x, pos):
                 start, stop = [0, pos + 1], [1, x.shape[1] * 2]
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.slice(x, start, stop)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.slice(x, start, stop)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """
         )

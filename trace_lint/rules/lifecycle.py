@@ -61,33 +61,16 @@ def _broad_handler(handler: cst.ExceptHandler) -> bool:
     return False
 
 
-def _try_ends_capture(rule: Rule, region: Region, statement: cst.CSTNode) -> bool:
-    if not isinstance(statement, cst.Try):
-        return False
-    if statement.finalbody is not None and _calls_end(rule, region, statement.finalbody):
-        return True
-    return any(_broad_handler(h) and _calls_end(rule, region, h) for h in statement.handlers)
-
-
-def _harmless(statement: cst.CSTNode) -> bool:
-    """A simple statement of assignments without calls: it cannot raise into an open capture."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if not isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass)):
-            return False
-        if any(isinstance(n, cst.Call) for n in _iter_nodes(small)):
-            return False
-    return True
-
-
 class CaptureLeftOpen(Rule):
     """
     ## What it does
-    Flags a `begin_trace_capture` that an exception can leave open: the matching
-    `end_trace_capture` is neither in a `finally` nor in an `except` handler catching
-    `Exception` (or broader) of a `try` that starts right after the begin. Simple
-    assignments without calls between the begin and the `try` are allowed. The same holds
+    Flags a `begin_trace_capture` that an exception can leave open: some statement between
+    the begin and the matching `end_trace_capture` can raise, and no `try` around it ends the
+    capture in its `finally` or in an `except` handler catching `Exception` (or broader),
+    directly or in a nested `try`. Assignments, returns and tests without calls cannot raise
+    and do not count. A conditional capture (`tid = ttnn.begin_trace_capture(d) if capture
+    else None` ... `if capture: ttnn.end_trace_capture(d, tid)`) is judged the same way on its
+    capturing path. The same holds
     for `g.capture_begin()` and `g.capture_end()` of a `torch.cuda.CUDAGraph`; a
     `with torch.cuda.graph(g):` block always ends its capture and is never reported.
 
@@ -167,24 +150,63 @@ class CaptureLeftOpen(Rule):
     def check_region(self, region: Region) -> None:
         if region.end is None or region.kind == "cuda-graph":
             return  # ended in another function, or a `with` block, which always closes
-        path = path_to(region.function, region.begin)
-        line_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], cst.SimpleStatementLine)), None)
-        if line_index is not None and line_index > 0:
-            line, block = path[line_index], path[line_index - 1]
-            body = list(getattr(block, "body", ()))
-            if line in body:
-                for statement in body[body.index(line) + 1 :]:
-                    if _harmless(statement):
-                        continue
-                    if _try_ends_capture(self, region, statement):
-                        return
-                    break
-        # The begin as the body of a try whose finally/handler ends the capture is safe too.
-        for index, ancestor in enumerate(path):
-            if isinstance(ancestor, cst.Try) and index + 1 < len(path) and path[index + 1] is ancestor.body:
-                if _try_ends_capture(self, region, ancestor):
-                    return
-        self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=region.module)
+        module = region.module
+        for node in region.function.nodes:
+            if not isinstance(node, _MAY_RAISE_HOLDERS):
+                continue
+            at = module.positions.get(node)
+            if at is None or not (region.start <= (at.start.line, at.start.column) < region.stop):
+                continue
+            if _cannot_raise(node) or _covered(self, region, node):
+                continue
+            self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=module)
+            return
+
+
+# Statements, and compound statements whose header runs code, that can raise between a begin
+# and its end.
+_MAY_RAISE_HOLDERS = (
+    cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Return, cst.Raise, cst.Assert, cst.Del,
+    cst.Import, cst.ImportFrom, cst.If, cst.While, cst.For, cst.With, cst.Match,
+)
+
+
+def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """What a statement runs itself: a compound statement's test or items, a small
+    statement whole."""
+    if isinstance(node, (cst.If, cst.While)):
+        return [node.test]
+    if isinstance(node, cst.For):
+        return [node.iter]
+    if isinstance(node, cst.With):
+        return list(node.items)
+    if isinstance(node, cst.Match):
+        return [node.subject]
+    return [node]
+
+
+def _cannot_raise(node: cst.CSTNode) -> bool:
+    """Assignments, returns and tests without calls: they cannot raise into an open capture."""
+    if isinstance(node, (cst.Raise, cst.Assert, cst.Import, cst.ImportFrom)):
+        return False
+    return not any(isinstance(n, cst.Call) for part in _header(node) for n in _iter_nodes(part))
+
+
+def _covered(rule: Rule, region: Region, node: cst.CSTNode) -> bool:
+    """Some `try` around the node ends the capture on the exceptional path: its `finally`, or a
+    handler catching `Exception` or broader (for the try body), directly or nested."""
+    chain = [*region.module.ancestors(node, stop=region.function.node), node]
+    for index, ancestor in enumerate(chain[:-1]):
+        if not isinstance(ancestor, cst.Try):
+            continue
+        inner = chain[index + 1]
+        if ancestor.finalbody is not None and inner is not ancestor.finalbody and _calls_end(rule, region, ancestor.finalbody):
+            return True
+        if inner is ancestor.body and any(_broad_handler(h) and _calls_end(rule, region, h) for h in ancestor.handlers):
+            return True
+        if isinstance(inner, cst.ExceptHandler) and _calls_end(rule, region, inner):
+            return True  # already on the exceptional path, in a handler that ends the capture
+    return False
 
 
 def _stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, str]]:
@@ -526,10 +548,18 @@ class MissingWarmUp(Rule):
         # A capture helper's callable is judged at each call site (and not at all when
         # nobody in the project calls the helper: its callers own the warm-up).
         helper = helpers.helpers.get(id(function)) if helpers else None
+        stored = helpers.stored_callables(function) if helpers else set()
         calls = []
         for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
             if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
                 continue
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in stored
+                and isinstance(call.func.value, cst.Name)
+                and call.func.value.value == receiver
+            ):
+                continue  # a class helper's stored callable: judged at each construction
             calls.append(call)
         return calls
 
@@ -666,10 +696,29 @@ class MissingWarmUp(Rule):
         function = helper.function
         if function is None:
             return False
+        if helper.cls is not None:
+            return self._class_helper_warms_itself(helper)
         regions = [r for r in self.analysis.regions if r.function is function]
         for node in function.nodes:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
                 if not any(r.contains(node) for r in regions):
+                    return True
+        return False
+
+    def _class_helper_warms_itself(self, helper) -> bool:
+        """A method of the class helper calls the stored callable outside its regions."""
+        for method in helper.capturing_methods:
+            receiver = method.params[0]
+            regions = [r for r in self.analysis.regions if r.function is method]
+            for node in method.nodes:
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in helper.stored
+                    and isinstance(node.func.value, cst.Name)
+                    and node.func.value.value == receiver
+                    and not any(r.contains(node) for r in regions)
+                ):
                     return True
         return False
 
@@ -709,8 +758,11 @@ class MissingTraceRegion(Rule):
     """
     ## What it does
     Flags `ttnn.open_device` / `ttnn.open_mesh_device` called without a `trace_region_size`,
-    or with `trace_region_size=0`, in a project that captures traces. A size passed through
-    `**kwargs` is unknown and not reported.
+    or with `trace_region_size=0`, when the device it opens reaches a capture: captured in the
+    same function, passed to a function that captures with it (a constructor storing it on
+    `self` included), or returned or yielded (a pytest fixture) to code that does. A device
+    opened for code that never captures is not reported, nor a size or a device passed
+    through `**kwargs` (unknown).
 
     ## Why is this bad?
     Traces live in a dedicated region of device memory whose size is fixed when the device
@@ -720,7 +772,7 @@ class MissingTraceRegion(Rule):
 
     code = "TRC405"
     name = "missing-trace-region"
-    summary = "Device opened without trace_region_size in a project that captures"
+    summary = "Device opened without trace_region_size, then captured on"
     help = "pass `trace_region_size=` large enough for your traces to the device open call"
 
     INVALID = [
@@ -762,6 +814,7 @@ class MissingTraceRegion(Rule):
             return
         project = self.analysis.project
         open_calls = self.analysis.tables.ttnn.open_device
+        reach = DeviceReach(self.analysis)
         for module in project.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
             for call, function in module.iter_calls(module.tokens_for(open_calls)):
                 name = project.qualified_name(call.func, module, function)
@@ -771,9 +824,237 @@ class MissingTraceRegion(Rule):
                 if size is None:
                     if has_star_kwargs(call):
                         continue
-                    self.report(call, f"`{name}` without `trace_region_size` leaves no memory for traces", module=module)
+                    message = f"`{name}` without `trace_region_size` leaves no memory for traces"
                 elif isinstance(size, cst.Integer) and int(size.value.replace("_", ""), 0) == 0 or is_none(size):
-                    self.report(call, f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces", module=module)
+                    message = f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces"
+                else:
+                    continue
+                if function is not None and reach.value_reaches_capture(call, function):
+                    self.report(call, f"{message}; the device it opens is captured on", module=module)
+
+
+class DeviceReach:
+    """Whether an opened device reaches a ttnn capture: captured in the same function, passed
+    to a function that captures with it (any number of frames down, constructors storing it
+    on `self` included), or returned or yielded (a pytest fixture) to code that does. A value
+    passed through `**kwargs` is not followed."""
+
+    # Steps (a binding, an argument, a return), not frames: a few frames deep.
+    MAX_DEPTH = 12
+
+    def __init__(self, analysis):
+        self.analysis = analysis
+        self.project = analysis.project
+        self.resolver = analysis.resolver
+        self.devices_of: dict[int, set[str]] = {}
+        for region in analysis.regions:
+            if region.kind == "ttnn" and region.device is not None:
+                self.devices_of.setdefault(id(region.function), set()).add(region.device)
+        self._param_memo: dict[tuple[int, str], bool] = {}
+        self._attribute_memo: dict[tuple[int, str], bool] = {}
+
+    # -- where a value goes ------------------------------------------------------------------
+    # `field` follows an object whose attribute holds the device (`Context(device=d)`, then
+    # `context.device`); None follows the device itself.
+    def value_reaches_capture(self, expr: cst.CSTNode, function: FunctionInfo, depth: int = 0, field: Optional[str] = None) -> bool:
+        if depth > self.MAX_DEPTH:
+            return False
+        module = function.module
+        parent = module.parent(expr)
+        while isinstance(parent, cst.Await):
+            expr, parent = parent, module.parent(parent)
+        if field is not None and isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value == field:
+            return self.value_reaches_capture(parent, function, depth + 1)
+        if isinstance(parent, cst.Arg) and parent.value is expr:
+            call = module.parent(parent)
+            return isinstance(call, cst.Call) and self._argument_captures(call, parent, function, depth, field)
+        if isinstance(parent, cst.Return):
+            return self._returned_captures(function, depth, field)
+        if isinstance(parent, cst.Yield):
+            return self._yielded_captures(function, depth, field)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return any(self._target_captures(t, function, depth, field) for t in targets)
+        return False
+
+    def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int, field: Optional[str]) -> bool:
+        if isinstance(target, cst.Name):
+            return self._name_captures(function, target.value, depth, field)
+        attribute = self._self_attribute(target, function)
+        if attribute is not None and function.cls is not None and field is None:
+            return self._attribute_captures(function.cls, attribute, depth)
+        return False
+
+    def _name_captures(self, function: FunctionInfo, name: str, depth: int, field: Optional[str] = None) -> bool:
+        """A local or parameter holding the device (or, with `field`, an object holding it):
+        captured here, or handed on."""
+        key = (id(function), name if field is None else f"{name}.{field}")
+        if key in self._param_memo:
+            return self._param_memo[key]
+        self._param_memo[key] = False  # recursion: not (yet) known to capture
+        if field is None:
+            found = name in self.devices_of.get(id(function), ())
+        else:
+            found = f"{name}.{field}" in self.devices_of.get(id(function), ())
+        found = found or any(
+            self.value_reaches_capture(node, function, depth + 1, field)
+            for node in function.nodes
+            if isinstance(node, cst.Name) and node.value == name and self._is_read(node, function)
+        )
+        self._param_memo[key] = found
+        return found
+
+    def _attribute_captures(self, cls, attribute: str, depth: int) -> bool:
+        """`self.<attribute>` holds the device: some method captures with it or hands it on."""
+        key = (id(cls), attribute)
+        if key in self._attribute_memo:
+            return self._attribute_memo[key]
+        self._attribute_memo[key] = False
+        found = False
+        for method in cls.methods.values():
+            receiver = method.params[0] if method.params else None
+            if receiver is None:
+                continue
+            if f"{receiver}.{attribute}" in self.devices_of.get(id(method), ()):
+                found = True
+                break
+            for node in method.nodes:
+                if (
+                    isinstance(node, cst.Attribute)
+                    and node.attr.value == attribute
+                    and isinstance(node.value, cst.Name)
+                    and node.value.value == receiver
+                    and self._is_read(node, method)
+                    and self.value_reaches_capture(node, method, depth + 1)
+                ):
+                    found = True
+                    break
+            if found:
+                break
+        self._attribute_memo[key] = found
+        return found
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _argument_captures(self, call: cst.Call, arg: cst.Arg, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
+        if arg.star:
+            return False  # `**kwargs` / `*args`: not followed
+        if any(a.star for a in call.args[: call.args.index(arg)]) and arg.keyword is None:
+            return False
+        target, bound = self._callee(call, function)
+        if target is None:
+            # A class without `__init__` (a dataclass, a NamedTuple): the argument becomes a field.
+            fields = self._record_fields(call, function)
+            if fields is None or field is not None:
+                return False
+            name = arg.keyword.value if arg.keyword is not None else None
+            if name is None:
+                index = [a for a in call.args if a.keyword is None].index(arg)
+                name = fields[index] if index < len(fields) else None
+            return name is not None and name in fields and self.value_reaches_capture(call, function, depth + 1, name)
+        params = list(target.params)
+        if bound and params:
+            params = params[1:]
+        if arg.keyword is not None:
+            name = arg.keyword.value
+            if name not in params:
+                return False
+        else:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            index = positional.index(arg)
+            if index >= len(params):
+                return False
+            name = params[index]
+        return self._name_captures(target, name, depth + 1, field)
+
+    def _record_fields(self, call: cst.Call, function: FunctionInfo) -> Optional[list[str]]:
+        """The annotated fields, in order, of a project class without `__init__` constructed here."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        definition = self.project.lookup(name) if name else None
+        if definition is None or isinstance(definition, FunctionInfo) or self.resolver.method(definition, "__init__") is not None:
+            return None
+        fields = []
+        for statement in definition.node.body.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        fields.append(small.target.value)
+        return fields
+
+    def _callee(self, call: cst.Call, function: FunctionInfo):
+        """The project function a call runs, and whether its first parameter is bound."""
+        target = self.resolver.resolve(call, function)
+        if target is not None:
+            bound = target.cls is not None and isinstance(call.func, cst.Attribute) and not _is_static(target)
+            return target, bound
+        name = self.project.qualified_name(call.func, function.module, function)
+        definition = self.project.lookup(name) if name else None
+        if definition is not None and not isinstance(definition, FunctionInfo):
+            init = self.resolver.method(definition, "__init__")
+            if init is not None:
+                return init, True  # a construction: `self` is the new instance
+        return None, False
+
+    def _callers(self, function: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
+        for module in self.project.modules_calling(function.name):
+            for call, caller in module.iter_calls((function.name,)):
+                if caller is None or caller is function or callee_name(call) != function.name:
+                    continue
+                if self.resolver.resolve(call, caller) is function:
+                    yield call, caller
+
+    def _returned_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
+        return any(self.value_reaches_capture(call, caller, depth + 1, field) for call, caller in self._callers(function))
+
+    def _yielded_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
+        """A pytest fixture yielding the device: the tests taking it as a parameter."""
+        name = _fixture_name(function)
+        if name is None:
+            return self._returned_captures(function, depth, field)
+        for module in self.project.modules_mentioning(name.encode()):
+            module.load()
+            for candidate in module.iter_functions((name,)):
+                if name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
+                    return True
+        return False
+
+    # -- small questions -----------------------------------------------------------------------
+    @staticmethod
+    def _self_attribute(target: cst.BaseExpression, function: FunctionInfo) -> Optional[str]:
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and function.params
+            and target.value.value == function.params[0]
+        ):
+            return target.attr.value
+        return None
+
+    @staticmethod
+    def _is_read(node: cst.CSTNode, function: FunctionInfo) -> bool:
+        parent = function.module.parent(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node):
+            return False
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return False
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return False
+        return True
+
+
+def _fixture_name(function: FunctionInfo) -> Optional[str]:
+    """The name a pytest fixture is requested by, or None when the function is no fixture."""
+    for decorator in function.node.decorators:
+        expr = decorator.decorator
+        call = expr if isinstance(expr, cst.Call) else None
+        func = call.func if call is not None else expr
+        if callee_name(cst.Call(func=func)) != "fixture":
+            continue
+        if call is not None:
+            name = keyword(call, "name")
+            if isinstance(name, cst.SimpleString):
+                return name.evaluated_value
+        return function.name
+    return None
 
 
 class NestedCapture(Rule):
@@ -829,11 +1110,15 @@ class NestedCapture(Rule):
 
             def capture(device, x):
                 first = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                ttnn.end_trace_capture(device, first, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, first, cq_id=0)
                 second = ttnn.begin_trace_capture(device, cq_id=0)
-                z = ttnn.gelu(x)
-                ttnn.end_trace_capture(device, second, cq_id=0)
+                try:
+                    z = ttnn.gelu(x)
+                finally:
+                    ttnn.end_trace_capture(device, second, cq_id=0)
                 return y, z
             """
         )

@@ -85,8 +85,10 @@ class HostToDeviceWrite(_TransferRule):
             def capture(device, host_input):
                 x = ttnn.from_torch(host_input, device=device)
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                out = ttnn.relu(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    out = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 return tid, x, out
             """
         ),
@@ -208,8 +210,10 @@ class DeviceToHostRead(_TransferRule):
 
             def run(device, x):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.softmax(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.softmax(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 ttnn.execute_trace(device, tid, cq_id=0, blocking=True)
                 return ttnn.to_torch(y)
             """
@@ -333,8 +337,10 @@ class SyncInCapture(_TransferRule):
 
             def run(device, x):
                 tid = ttnn.begin_trace_capture(device, cq_id=0)
-                y = ttnn.relu(x)
-                ttnn.end_trace_capture(device, tid, cq_id=0)
+                try:
+                    y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
                 ttnn.execute_trace(device, tid, cq_id=0, blocking=False)
                 ttnn.synchronize_device(device)
                 return y
