@@ -675,7 +675,7 @@ class ShapeArithmetic(_HostLogicRule):
                     ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(6,),
+            lines=(6, 6),  # two expressions, two findings
         )
     ]
     VALID = [
