@@ -92,23 +92,37 @@ class RuleContext:
         return self.in_cuda_graph and self.torch.is_device(expr)
 
 
-def is_first_use_cache(node: cst.If, module: ModuleInfo) -> bool:
-    """`if X is None` / `if not X` / `if K not in C` whose body assigns X or C[K]."""
+def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> bool:
+    """`if X is None` / `if not X` / `if K not in C` (also as the first operand of an `or`:
+    `if X is None or X.shape != s`) whose body assigns X or C[K], where X is state that
+    outlives the call: an attribute (`self.w`, `getattr(self, "w", None)`), a global, or an
+    element of a container that is not a local (a local is made anew on every call, so its
+    test runs at capture too)."""
     test = node.test
+    while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        test = test.left
+    key: Optional[cst.BaseExpression] = None
+    container: Optional[cst.BaseExpression] = None
     wanted: Optional[str] = None
     if (
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.IsNot) is False
-        and isinstance(test.comparisons[0].operator, cst.Is)
+        and type(test.comparisons[0].operator) is cst.Is
         and isinstance(test.comparisons[0].comparator, cst.Name)
         and test.comparisons[0].comparator.value == "None"
     ):
-        wanted = module.normalized(test.left)
+        key = test.left
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        wanted = module.normalized(test.expression)
+        key = test.expression
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn):
-        wanted = f"{module.normalized(test.comparisons[0].comparator)}[{module.normalized(test.left)}]"
+        container = test.comparisons[0].comparator
+        wanted = f"{_state_key(container, module)}[{module.normalized(test.left)}]"
+    if key is not None:
+        wanted = _state_key(key, module)
+        if not _outlives_the_call(key, function):
+            return False
+    elif container is not None and not _outlives_the_call(container, function):
+        return False
     if wanted is None:
         return False
     for statement in _small_statements(node.body):
@@ -118,8 +132,43 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo) -> bool:
         elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
             targets = [statement.target]
         for target in targets:
-            if module.normalized(target) == wanted:
+            if _state_key(target, module) == wanted:
                 return True
+    return False
+
+
+def _getattr_target(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, str]]:
+    """`getattr(obj, "name", default)` -> (obj, "name")."""
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "getattr"
+        and len(expr.args) >= 2
+        and isinstance(expr.args[1].value, cst.SimpleString)
+    ):
+        name = expr.args[1].value.evaluated_value
+        if isinstance(name, str) and name.isidentifier():
+            return expr.args[0].value, name
+    return None
+
+
+def _state_key(expr: cst.BaseExpression, module: ModuleInfo) -> str:
+    found = _getattr_target(expr)
+    if found is not None:
+        return f"{module.normalized(found[0])}.{found[1]}"
+    return module.normalized(expr)
+
+
+def _outlives_the_call(expr: cst.BaseExpression, function: Optional[FunctionInfo]) -> bool:
+    """An attribute, a subscript of one, or a name that is not the function's local."""
+    if _getattr_target(expr) is not None:
+        return True
+    if isinstance(expr, cst.Attribute):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _outlives_the_call(expr.value, function)
+    if isinstance(expr, cst.Name):
+        return function is None or not function.bindings.binds(expr.value)
     return False
 
 
@@ -134,7 +183,7 @@ def _small_statements(body: cst.BaseSuite):
 
 
 def first_use_flags(
-    module: ModuleInfo, nodes: Sequence[cst.CSTNode], capture_anchors: Sequence[cst.CSTNode] = ()
+    module: ModuleInfo, nodes: Sequence[cst.CSTNode], capture_anchors: Sequence[cst.CSTNode] = (), function: Optional[FunctionInfo] = None
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
@@ -158,7 +207,7 @@ def first_use_flags(
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
         if type(node) is cst.If:
-            cache_ifs[id(node)] = is_first_use_cache(node, module) and not holds_capture(node)
+            cache_ifs[id(node)] = is_first_use_cache(node, module, function) and not holds_capture(node)
             flags[id(node)] = inherited or cache_ifs[id(node)]
         else:
             flags[id(node)] = inherited
@@ -169,7 +218,7 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_cal
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module))
+    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module), function)
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -387,18 +436,18 @@ class Engine:
                 reason = None
                 if function.declared_captured:
                     reason = "declared captured by `# trace-lint: captured`"
-                elif function.full_name in declared_names or function.qualname in declared_names:
+                elif function.qualname in declared_names or any(f"{n}.{function.qualname}" in declared_names for n in module.names):
                     reason = "declared captured in `captured-functions`"
                 else:
                     for decorator in function.node.decorators:
-                        name = self.project.qualified_name(_decorator_callee(decorator.decorator), module, function.parent)
-                        if name in declared_decorators:
+                        name = self._decorator_name(decorator, module, function.parent)
+                        if _declared(name, declared_decorators):
                             reason = f"declared captured by `@{name}`"
                             break
                 if reason is None and function.cls is not None and function.name in ("forward", "__call__"):
                     for decorator in function.cls.node.decorators:
-                        name = self.project.qualified_name(_decorator_callee(decorator.decorator), module, None)
-                        if name in declared_decorators and name != "trace_lint.captured":
+                        name = self._decorator_name(decorator, module, None)
+                        if _declared(name, declared_decorators) and name != "trace_lint.captured":
                             reason = f"its class is declared captured by `@{name}`"
                             break
                 if reason is None:
@@ -408,6 +457,14 @@ class Engine:
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
         self._collect_graphed_callables(candidates)
+
+    def _decorator_name(self, decorator: cst.Decorator, module: ModuleInfo, scope: Optional[FunctionInfo]) -> Optional[str]:
+        """The decorator's dotted name through imports, or as written when nothing resolves it."""
+        callee = _decorator_callee(decorator.decorator)
+        name = self.project.qualified_name(callee, module, scope)
+        if name is None and isinstance(callee, (cst.Name, cst.Attribute)):
+            name = module.normalized(callee)
+        return name
 
     def _collect_helper_sites(self) -> None:
         """The callable passed to a capture helper is captured work, reached from the call site."""
@@ -497,6 +554,14 @@ class Engine:
     def _visit_function(self, function: FunctionInfo) -> None:
         context = RuleContext(self, function.module, function, None)
         walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work])
+
+
+def _declared(name: Optional[str], configured: set[str]) -> bool:
+    """A decorator's dotted name is configured, in full or (a configured name without a dot,
+    as frameworks' docs spell them: `trace_enabled`) by its last part."""
+    if name is None:
+        return False
+    return name in configured or name.rsplit(".", 1)[-1] in configured
 
 
 def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:

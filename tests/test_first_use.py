@@ -1,0 +1,60 @@
+"""First-use caches (RULES): a block that fills state that outlives the call on first use runs
+at warm-up, not at capture; a local's `is None` test runs on every call."""
+
+from __future__ import annotations
+
+import textwrap
+
+CAPTURE = """
+def capture(device, layer, x):
+    layer.forward(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = layer.forward(x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+"""
+
+
+def codes(findings):
+    return sorted((f.location.row, f.code) for f in findings if f.code.startswith(("TRC1", "TRC3")))
+
+
+def layer(body: str) -> str:
+    return "import ttnn\n\nclass Layer:\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(body), "        ") + "\n" + CAPTURE.replace("layer, x", "layer: Layer, x")
+
+
+def test_getattr_form_of_an_attribute_cache(lint):
+    source = layer(
+        """\
+        if getattr(self, "_w", None) is None:
+            self._w = ttnn.from_torch(x, device=x.device())
+        return ttnn.matmul(x, self._w)
+        """
+    )
+    assert codes(lint(source)) == []
+
+
+def test_an_or_test_whose_first_operand_is_the_cache_test(lint):
+    source = layer(
+        """\
+        ones = getattr(self, "_ones", None)
+        if self._ones is None or self._ones.shape[-1] != x.shape[-1]:
+            self._ones = ttnn.ones(x.shape, device=x.device())
+        return ttnn.add(x, self._ones)
+        """
+    )
+    assert codes(lint(source)) == []
+
+
+def test_a_local_is_none_test_is_no_cache(lint):
+    source = layer(
+        """\
+        host = None
+        if host is None:
+            host = ttnn.to_torch(x)
+        return host
+        """
+    )
+    assert codes(lint(source)) == [(7, "TRC102")]
