@@ -101,6 +101,8 @@ def check(
             jobs=jobs if jobs is not None else default_jobs(),
             cache=cache,
             progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
+            # Stdin without a file name belongs to no project: it is checked on its own.
+            whole_program=not (sources and stdin_filename is None),
         )
     except Exception as error:  # an internal error must still exit 2 with a message
         import traceback
