@@ -86,7 +86,7 @@ def check(
     files = list(found.files)
     explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
     # What the named paths select for reporting (all of the program without whole_program).
-    selected = {found.real.get(path) or real_path(path) for path in files} | set(sources)
+    selected = {found.real.get(path) or real_path(path) for path in files} | ({real_path(p) for p in paths} & set(sources))
     if whole_program and not result.errors:
         roots = []
         for path in paths:

@@ -14,6 +14,8 @@ class OutputContext:
     read_source: Callable[[str], str | None]
     files_checked: int = 0
     color: bool = False
+    # Unsafe fixes count as available (`--unsafe-fixes`): marked `[*]` like safe ones.
+    unsafe_fixes: bool = False
 
 
 Formatter = Callable[[Sequence[Finding], OutputContext], str]

@@ -13,12 +13,21 @@ def _style(text: str, code: str, enabled: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if enabled else text
 
 
+def _fixable(finding: Finding, context: OutputContext) -> bool:
+    fix = finding.fix
+    return fix is not None and (fix.applicability == "safe" or (context.unsafe_fixes and fix.applicability == "unsafe"))
+
+
+def _marker(finding: Finding, context: OutputContext) -> str:
+    return " [*]" if _fixable(finding, context) else ""
+
+
 def concise(findings: Sequence[Finding], context: OutputContext) -> str:
     lines = [
-        f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)} {f.message}"
+        f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)}{_marker(f, context)} {f.message}"
         for f in findings
     ]
-    lines.append(_summary(findings))
+    lines.append(summary(findings, context))
     return "\n".join(lines) + "\n"
 
 
@@ -49,7 +58,7 @@ def _frame(finding: Finding, source: str | None) -> list[str]:
 def full(findings: Sequence[Finding], context: OutputContext) -> str:
     blocks = []
     for finding in findings:
-        block = [f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"]
+        block = [f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.code}{_marker(finding, context)} {finding.message}"]
         block += _frame(finding, context.read_source(finding.filename))
         for chain in finding.chains:
             block.append("  = captured via (innermost last):")
@@ -61,8 +70,21 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
         if rule is not None and rule.help:
             block.append(f"  = help: {rule.help}")
         blocks.append("\n".join(block))
-    blocks.append(_summary(findings))
+    blocks.append(summary(findings, context))
     return "\n\n".join(blocks) + "\n"
+
+
+def summary(findings: Sequence[Finding], context: OutputContext) -> str:
+    """The closing lines: the count, then what `--fix` would fix, as ruff words it."""
+    lines = [_summary(findings)]
+    fixable = sum(1 for f in findings if _fixable(f, context))
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe" and not context.unsafe_fixes)
+    hint = f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hint})." if hidden else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({hint}).")
+    return "\n".join(lines)
 
 
 def _summary(findings: Sequence[Finding]) -> str:

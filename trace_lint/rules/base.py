@@ -16,6 +16,7 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from ..analyzer.engine import Engine, RuleContext
+    from ..analyzer.findings import Fix
     from ..analyzer.regions import Region
     from ..analyzer.project import ModuleInfo
 
@@ -67,11 +68,12 @@ class Rule:
         # The whole-program facts: project, regions, call resolver.
         self.analysis = analysis
 
-    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None) -> None:
+        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.fixes)."""
         context = getattr(self, "context", None)
         if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
             return
-        self._reporter(self, node, message, module or (context.module if context else None), context)
+        self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix)
 
     def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
         """Report at a position rather than a node (a file that did not parse)."""

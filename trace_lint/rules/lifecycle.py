@@ -15,6 +15,8 @@ from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
 from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from .allocation import region_accesses, released_before
+from ..analyzer.findings import Fix
+from ..fixes import statements_replacement
 from .base import Invalid, Rule, Valid
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
@@ -180,7 +182,151 @@ class CaptureLeftOpen(Rule):
             if isinstance(ancestor, cst.Try) and index + 1 < len(path) and path[index + 1] is ancestor.body:
                 if _try_ends_capture(self, region, ancestor):
                     return
-        self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=region.module)
+        self.report(
+            region.begin,
+            "an exception between begin and end leaves this capture open; end it in a `finally:`",
+            module=region.module,
+            fix=capture_left_open_fix(self, region),
+        )
+
+
+# -- TRC401's fix: the region wrapped in `try:` / `finally: <end>` ------------------------
+# Offered only where the edit is plain: the begin ends its own statement line, the end call
+# is a statement of its own (`end(...)` or `x = end(...)`) in the same block, later, and no
+# other capture end lies between them. The statements in between move into `try:` in order,
+# the end statement into `finally:`; so on the normal path the same statements run in the
+# same order. Unsafe where the move changes more than the exceptional path: a `return`,
+# `yield` or loop exit (`break`/`continue` of a loop outside the region) in the region, which
+# now runs the end where before it skipped it (or, for a generator, may run it at close),
+# and an end statement that reads a name the region binds (the `finally:` could then fail
+# with a NameError on the exceptional path instead of ending the capture).
+
+
+def _exits_region(statements: list[cst.CSTNode]) -> Optional[str]:
+    """The first statement kind in `statements` that leaves them other than by falling
+    through or raising, or None."""
+
+    def walk(node: cst.CSTNode, in_loop: bool) -> Optional[str]:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(node, cst.Return):
+            return "return"
+        if isinstance(node, cst.Yield):
+            return "yield"
+        if isinstance(node, (cst.Break, cst.Continue)) and not in_loop:
+            return "break" if isinstance(node, cst.Break) else "continue"
+        if isinstance(node, (cst.For, cst.While)):
+            for part in children(node):
+                found = walk(part, True if part is node.body else in_loop)
+                if found:
+                    return found
+            return None
+        for part in children(node):
+            found = walk(part, in_loop)
+            if found:
+                return found
+        return None
+
+    for statement in statements:
+        found = walk(statement, False)
+        if found:
+            return found
+    return None
+
+
+def _bound_names(statements: list[cst.CSTNode]) -> set[str]:
+    """Names that the statements assign, delete, import or define (not inside nested scopes)."""
+    bound: set[str] = set()
+
+    def targets(expr: cst.CSTNode) -> None:
+        if isinstance(expr, cst.Name):
+            bound.add(expr.value)
+        elif isinstance(expr, (cst.Tuple, cst.List)):
+            for element in expr.elements:
+                targets(element.value)
+        elif isinstance(expr, cst.StarredElement):
+            targets(expr.value)
+
+    for statement in statements:
+        for node in _iter_nodes(statement):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                bound.add(node.name.value)
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    targets(target.target)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+                targets(node.target)
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                targets(node.target)
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                targets(node.asname.name)
+            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+                targets(node.name.name)
+            elif isinstance(node, cst.Del):
+                targets(node.target)
+            elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    if alias.asname is not None:
+                        targets(alias.asname.name)
+                    else:
+                        head = alias.name
+                        while isinstance(head, cst.Attribute):
+                            head = head.value
+                        targets(head)
+    return bound
+
+
+def _statement_line(module, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+    for ancestor in reversed(module.ancestors(node, stop=stop)):
+        if isinstance(ancestor, cst.SimpleStatementLine):
+            return ancestor
+    return None
+
+
+def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
+    """TRC401's fix for `region`, or None where it is not offered (see above)."""
+    module, function = region.module, region.function
+    if region.end is None:
+        return None
+    begin_line = _statement_line(module, region.begin, function.node)
+    end_line = _statement_line(module, region.end, function.node)
+    if begin_line is None or end_line is None:
+        return None
+    block = module.parent(begin_line)
+    if not isinstance(block, cst.IndentedBlock) or module.parent(end_line) is not block:
+        return None
+    body = list(block.body)
+    first, last = body.index(begin_line), body.index(end_line)
+    if last <= first or module.end(begin_line.body[-1]) < module.end(region.begin):
+        return None  # the end comes first, or more statements follow the begin on its line
+    if len(end_line.body) != 1 or not isinstance(end_line.body[0], (cst.Expr, cst.Assign)) or end_line.body[0].value is not region.end:
+        return None
+    between = body[first + 1 : last]
+    if any(_calls_end(rule, region, statement) for statement in between):
+        return None
+    unsafe_because = None
+    exit_kind = _exits_region(between)
+    if exit_kind is not None:
+        unsafe_because = f"the `{exit_kind}` in the region would now end the capture"
+    else:
+        read = {node.value for node in _iter_nodes(end_line) if isinstance(node, cst.Name)}
+        rebound = sorted(read & _bound_names(between))
+        if rebound:
+            unsafe_because = f"the end call reads `{rebound[0]}`, which the region binds"
+    end_code = module.code(region.end).strip()
+    # Blank lines before the end separated it from the work; under `finally:` they would not.
+    moved_end = end_line.with_changes(leading_lines=[line for line in end_line.leading_lines if line.comment is not None])
+    wrapped = cst.Try(
+        body=cst.IndentedBlock(body=between or [cst.SimpleStatementLine([cst.Pass()])]),
+        finalbody=cst.Finally(body=cst.IndentedBlock(body=[moved_end])),
+    )
+    message = f"Wrap the capture in `try:` ... `finally: {end_code}`"
+    if unsafe_because:
+        message += f" (unsafe: {unsafe_because})"
+    edit = statements_replacement(module, function, block, begin_line, end_line, wrapped)
+    if edit is None:
+        return None
+    return Fix("unsafe" if unsafe_because else "safe", message, (edit,))
 
 
 def _stale_rebindings(region: Region) -> list[tuple[cst.CSTNode, str]]:
