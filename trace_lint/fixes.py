@@ -231,3 +231,77 @@ def fix_until_stable(run: Callable[[dict[Path, str]], object], read: Callable[[s
         outcome.result = run({Path(name): text.lstrip(_BOM) for name, text in texts.items()})
     outcome.changed = {name: (originals[name], text) for name, text in texts.items() if text != originals[name]}
     return outcome
+
+
+# -- TRC002: an unused suppression code removed ---------------------------------------------------
+_CODE_TOKEN = re.compile(r"[^,\s\]]+")
+_KEEP_CODE = re.compile(r"^[A-Z]+[0-9]*$")
+
+
+def _code_span(codes_text: str, offset: int) -> tuple[int, int, list[str]]:
+    """(start, end, codes) of the code list at the head of `codes_text` (offset: where it
+    starts in the comment); the list ends at the first token that is not a code."""
+    start = end = None
+    codes = []
+    for token in _CODE_TOKEN.finditer(codes_text):
+        if not _KEEP_CODE.match(token.group()):
+            break
+        start = token.start() if start is None else start
+        end = token.end()
+        codes.append(token.group())
+    if start is None:
+        return offset, offset, []
+    return offset + start, offset + end, codes
+
+
+def unused_suppression_fix(line: str, row: int, column: int, kind: str, remove: Sequence[str]) -> Optional[Fix]:
+    """The fix of TRC002: the unused or unknown `remove` codes taken out of the suppression
+    comment starting at `column` (1-based) of `line`; the whole directive when none is left.
+    Comments change nothing the program computes: always safe. None for `disable[...]`
+    ranges (their `enable` would no longer match) and comments it cannot read back."""
+    from .analyzer.suppressions import DIRECTIVE, NOQA
+
+    comment_start = column - 1
+    comment = line[comment_start:]
+    span = None
+    if kind == "noqa":
+        for match in NOQA.finditer(comment):
+            before = comment[: match.start()]
+            if before.rstrip().endswith(":") and "trace-lint" in before:
+                continue
+            if match.group("colon"):
+                span = (match.start(), *_code_span(match.group("codes"), match.start("codes")))
+                break
+    elif kind == "ignore":
+        for match in DIRECTIVE.finditer(comment):
+            if match.group("verb").lower() == "ignore" and match.group("codes") is not None:
+                start, end, codes = _code_span(match.group("codes"), match.start("codes"))
+                span = (match.start(), start, end, codes)
+                directive_end = match.end()
+                break
+    if span is None or not span[3]:
+        return None
+    directive_start, codes_start, codes_end, codes = span
+    kept = [code for code in codes if code not in remove]
+    if len(kept) == len(codes):
+        return None
+    names = ", ".join(f"`{code}`" for code in codes if code in remove)
+    if kept:
+        new_comment = comment[:codes_start] + ", ".join(kept) + comment[codes_end:]
+    else:
+        directive_stop = codes_end if kind == "noqa" else directive_end
+        rest = comment[directive_stop:]
+        head = comment[:directive_start].rstrip()
+        if rest.strip() == "":
+            new_comment = head  # the directive was all (or the end) of the comment
+        elif head == "" and rest.lstrip().startswith("#"):
+            new_comment = rest.lstrip()  # `# noqa: X  # why` -> `# why`
+        else:
+            return None  # text around the directive that is not a comment of its own
+    if new_comment == "" or new_comment == "#":
+        # Nothing left: the comment goes, with the space before it.
+        start = len(line[:comment_start].rstrip()) if line[:comment_start].strip() else 0
+        edit = Edit("", Location(row, start + 1), Location(row, len(line) + 1))
+    else:
+        edit = Edit(new_comment, Location(row, comment_start + 1), Location(row, len(line) + 1))
+    return Fix("safe", f"Remove unused suppression of {names}", (edit,))

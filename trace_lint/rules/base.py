@@ -59,6 +59,10 @@ class Rule:
     silent_in_first_use_cache: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+    # The fix, for the docs, as ruff states it: "always", "sometimes" or "none" available,
+    # and what it does and when it is safe (for "none": why there is none).
+    fix_availability: ClassVar[str] = "none"
+    fix_docs: ClassVar[str] = ""
 
     # Filled by the engine for each unit of captured code it visits.
     context: "RuleContext"
@@ -94,11 +98,27 @@ class Rule:
         parts = [f"# {cls.name} ({cls.code})", "", body.strip()]
         if not cls.default_enabled:
             parts += ["", f"This rule is opt-in: enable it with `--select {cls.code}`."]
+        parts += ["", "## Fix", cls.fix_text()]
         if cls.INVALID:
             parts += ["", "## Example", "```python", cls.INVALID[0].source.rstrip("\n"), "```"]
         if cls.VALID:
             parts += ["", "## Use instead", "```python", cls.VALID[0].source.rstrip("\n"), "```"]
         return "\n".join(parts) + "\n"
+
+    @classmethod
+    def fix_text(cls) -> str:
+        """The docs' fix section: whether a fix is available, what it does, when it is safe."""
+        availability = {
+            "always": "Fix is always available.",
+            "sometimes": "Fix is sometimes available.",
+            "none": "No automatic fix.",
+        }[cls.fix_availability]
+        details = inspect.cleandoc(cls.fix_docs) if cls.fix_docs else (
+            "What to write instead depends on what the code is for (see the example below). "
+            f"Where the code is intended, suppress the finding with `# noqa: {cls.code}`; "
+            "`trace-lint check --add-noqa` adds one at every finding."
+        )
+        return f"{availability}\n\n{details}"
 
     @classmethod
     def explanation(cls, heading: str) -> str:

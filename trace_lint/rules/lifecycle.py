@@ -99,6 +99,22 @@ class CaptureLeftOpen(Rule):
     name = "capture-left-open"
     summary = "Capture that an exception can leave open"
     help = "wrap the captured work in `try:` ... `finally:` that ends the capture (`ttnn.end_trace_capture`, `g.capture_end()`)"
+    fix_availability = "sometimes"
+    fix_docs = """
+        The fix wraps the statements between the begin and the end in `try:` and moves the
+        end statement into `finally:`. On the normal path the same statements run in the
+        same order; an exception now ends the capture on its way out. It is offered when the
+        begin call ends its statement line and the end call is a statement of its own
+        (`end(...)` or `x = end(...)`) later in the same block, with no other capture end
+        between them; comments, blank lines and nested blocks move with the statements.
+
+        The fix is safe, except in two cases where it is marked unsafe (`--unsafe-fixes`):
+        the region holds a `return`, a `yield`, or a `break`/`continue` of a loop outside it
+        (that exit now runs the end, where before it skipped it; a generator may end the
+        capture when it is closed), or the end call reads a name that the region assigns
+        (on the exceptional path the `finally:` could fail with a `NameError` before it ends
+        the capture). Review those by hand.
+    """
 
     INVALID = [
         Invalid(
@@ -771,6 +787,11 @@ class MissingTraceRegion(Rule):
     name = "missing-trace-region"
     summary = "Device opened without trace_region_size in a project that captures"
     help = "pass `trace_region_size=` large enough for your traces to the device open call"
+    fix_docs = """
+        No fix is offered: the size the traces need is not known before they are captured
+        (a capture reports it). Pass a `trace_region_size` measured for the model, or
+        suppress the finding with `# noqa: TRC405` where the device is opened elsewhere.
+    """
 
     INVALID = [
         Invalid(
