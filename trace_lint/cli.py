@@ -120,7 +120,7 @@ def check(
             from .fixes import fix_until_stable, read_exact
 
             def read_stored(filename: str) -> Optional[str]:
-                stdin_text = next((text for path, text in sources.items() if str(path) == filename), None)
+                stdin_text = next((text for path, text in sources.items() if _same_file(path, filename)), None)
                 return stdin_text if stdin_text is not None else read_exact(filename)
 
             outcome = fix_until_stable(run, read_stored, unsafe_fixes)
@@ -180,6 +180,11 @@ def check(
     raise typer.Exit(0)
 
 
+def _same_file(path: Path, filename: str) -> bool:
+    """Whether a finding's file name (relative to the working folder) names `path`."""
+    return os.path.realpath(path) == os.path.realpath(filename)
+
+
 def _add_noqa(result, sources) -> int:
     """`check --add-noqa`: a suppression comment at every finding; the exit status."""
     from .fixes import add_noqa, read_exact, write_exact
@@ -221,7 +226,8 @@ def _show_fixes(outcome, as_diff: bool, stdin_sources: dict) -> int:
         sys.stdout.flush()
         return EXIT_ERROR if outcome.result.errors else (EXIT_FINDINGS if outcome.changed else 0)
     for path, text in stdin_sources.items():
-        sys.stdout.write(outcome.changed.get(str(path), (text, text))[1])
+        changed = next((after for name, (_before, after) in outcome.changed.items() if _same_file(path, name)), text)
+        sys.stdout.write(changed)
     sys.stdout.flush()
     if outcome.result.errors:
         return EXIT_ERROR
