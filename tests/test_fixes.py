@@ -330,3 +330,25 @@ def test_fix_and_add_noqa_refuse_nothing_silently_on_stdin(tmp_path: Path):
     assert "finally:" in fixed.stdout.decode()
     refused = run_cli("check", "-", "--add-noqa", stdin=source)
     assert refused.returncode == 2 and "--add-noqa" in refused.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("region", "reason"),
+    [
+        ("        if x is None:\n            break\n", "`break`"),
+        ("        if x is None:\n            continue\n", "`continue`"),
+        ("        yield x\n", "`yield`"),
+    ],
+)
+def test_leaving_an_outer_loop_or_yielding_makes_the_fix_unsafe(tmp_path: Path, region: str, reason: str):
+    source = (
+        "import ttnn\n\n\ndef capture(device, model, xs):\n"
+        "    for x in xs:\n"
+        "        model(x)\n"
+        "        tid = ttnn.begin_trace_capture(device, cq_id=0)\n"
+        f"{region}"
+        "        ttnn.end_trace_capture(device, tid, cq_id=0)\n"
+    )
+    path = _write(tmp_path, "model.py", source)
+    [finding] = _json(path, "--select", "TRC401")
+    assert finding["fix"]["applicability"] == "unsafe" and reason in finding["fix"]["message"]
