@@ -116,7 +116,7 @@ def check(
         done_status: Optional[int] = None  # set when a fixing mode has answered already
         if add_noqa:
             done_status = _add_noqa(run({}), sources)
-        if fix or diff:
+        elif fix or diff:
             from .fixes import fix_until_stable, read_exact
 
             def read_stored(filename: str) -> Optional[str]:
