@@ -352,3 +352,12 @@ def test_leaving_an_outer_loop_or_yielding_makes_the_fix_unsafe(tmp_path: Path, 
     path = _write(tmp_path, "model.py", source)
     [finding] = _json(path, "--select", "TRC401")
     assert finding["fix"]["applicability"] == "unsafe" and reason in finding["fix"]["message"]
+
+
+def test_a_statement_after_the_begin_on_its_line_gets_no_fix(tmp_path: Path):
+    source = NOT_OFFERED.replace("    if ok:\n        ttnn.end_trace_capture", "    ttnn.end_trace_capture").replace(
+        "tid = ttnn.begin_trace_capture(device, cq_id=0)", "tid = ttnn.begin_trace_capture(device, cq_id=0); out = None"
+    )
+    path = _write(tmp_path, "model.py", source)
+    [finding] = _json(path, "--select", "TRC401")
+    assert finding["fix"] is None

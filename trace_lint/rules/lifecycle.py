@@ -202,8 +202,14 @@ class CaptureLeftOpen(Rule):
             region.begin,
             "an exception between begin and end leaves this capture open; end it in a `finally:`",
             module=region.module,
-            fix=capture_left_open_fix(self, region),
+            fix=self._fix(region),
         )
+
+    def _fix(self, region: Region) -> Optional[Fix]:
+        try:
+            return capture_left_open_fix(self, region)
+        except (KeyError, ValueError, IndexError):
+            return None  # a node without a position (code built by the analysis): no fix, the finding stands
 
 
 # -- TRC401's fix: the region wrapped in `try:` / `finally: <end>` ------------------------
@@ -313,7 +319,7 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
         return None
     body = list(block.body)
     first, last = body.index(begin_line), body.index(end_line)
-    if last <= first or module.end(begin_line.body[-1]) < module.end(region.begin):
+    if last <= first or module.start(begin_line.body[-1]) > module.start(region.begin):
         return None  # the end comes first, or more statements follow the begin on its line
     if len(end_line.body) != 1 or not isinstance(end_line.body[0], (cst.Expr, cst.Assign)) or end_line.body[0].value is not region.end:
         return None
