@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
@@ -30,9 +31,26 @@ NOT_SUPPRESSIBLE = ("TRC001", "TRC002")
 
 
 # -- building edits ----------------------------------------------------------------------------
+@lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    # Per text, once: a rule builds one fix per finding, many per file (a str caches its hash).
+    return (0, *(m.end() for m in _LINE_END.finditer(text)))
+
+
 def _line_text(text: str, row: int) -> str:
-    lines = _LINE_END.split(text)
-    return lines[row - 1] if 1 <= row <= len(lines) else ""
+    starts = _line_starts(text)
+    if not 1 <= row <= len(starts):
+        return ""
+    line = text[starts[row - 1] : starts[row] if row < len(starts) else len(text)]
+    return line.rstrip("\r\n")
+
+
+def source_of(module: "ModuleInfo", node: cst.CSTNode) -> str:
+    """A node's text as written, sliced from the source by its position."""
+    text = module.text
+    starts = _line_starts(text)
+    (first_row, first_column), (last_row, last_column) = module.start(node), module.end(node)
+    return text[starts[first_row - 1] + first_column : starts[last_row - 1] + last_column]
 
 
 def _leading_space(line: str) -> str:

@@ -16,7 +16,7 @@ from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from .allocation import region_accesses, released_before
 from ..analyzer.findings import Fix
-from ..fixes import statements_replacement
+from ..fixes import source_of, statements_replacement
 from .base import Invalid, Rule, Valid
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
@@ -224,78 +224,52 @@ class CaptureLeftOpen(Rule):
 # with a NameError on the exceptional path instead of ending the capture).
 
 
-def _exits_region(statements: list[cst.CSTNode]) -> Optional[str]:
-    """The first statement kind in `statements` that leaves them other than by falling
-    through or raising, or None."""
-
-    def walk(node: cst.CSTNode, in_loop: bool) -> Optional[str]:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return None
-        if isinstance(node, cst.Return):
-            return "return"
-        if isinstance(node, cst.Yield):
-            return "yield"
-        if isinstance(node, (cst.Break, cst.Continue)) and not in_loop:
-            return "break" if isinstance(node, cst.Break) else "continue"
-        if isinstance(node, (cst.For, cst.While)):
-            for part in children(node):
-                found = walk(part, True if part is node.body else in_loop)
-                if found:
-                    return found
-            return None
-        for part in children(node):
-            found = walk(part, in_loop)
-            if found:
-                return found
-        return None
-
-    for statement in statements:
-        found = walk(statement, False)
-        if found:
-            return found
-    return None
+# Node kinds the fix looks at in a region.
+_FIX_RELEVANT = frozenset({
+    cst.Call, cst.Return, cst.Yield, cst.Break, cst.Continue, cst.FunctionDef, cst.ClassDef, cst.Assign,
+    cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler,
+    cst.Del, cst.Import, cst.ImportFrom,
+})
 
 
-def _bound_names(statements: list[cst.CSTNode]) -> set[str]:
-    """Names that the statements assign, delete, import or define (not inside nested scopes)."""
-    bound: set[str] = set()
+def _target_names(expr: cst.CSTNode, into: set[str]) -> None:
+    if isinstance(expr, cst.Name):
+        into.add(expr.value)
+    elif isinstance(expr, (cst.Tuple, cst.List)):
+        for element in expr.elements:
+            _target_names(element.value, into)
+    elif isinstance(expr, cst.StarredElement):
+        _target_names(expr.value, into)
 
-    def targets(expr: cst.CSTNode) -> None:
-        if isinstance(expr, cst.Name):
-            bound.add(expr.value)
-        elif isinstance(expr, (cst.Tuple, cst.List)):
-            for element in expr.elements:
-                targets(element.value)
-        elif isinstance(expr, cst.StarredElement):
-            targets(expr.value)
 
-    for statement in statements:
-        for node in _iter_nodes(statement):
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                bound.add(node.name.value)
-            elif isinstance(node, cst.Assign):
-                for target in node.targets:
-                    targets(target.target)
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
-                targets(node.target)
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                targets(node.target)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                targets(node.asname.name)
-            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-                targets(node.name.name)
-            elif isinstance(node, cst.Del):
-                targets(node.target)
-            elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    if alias.asname is not None:
-                        targets(alias.asname.name)
-                    else:
-                        head = alias.name
-                        while isinstance(head, cst.Attribute):
-                            head = head.value
-                        targets(head)
-    return bound
+def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
+    """Names a node binds in its own scope: assignments, loops, `with ... as`, `except ...
+    as`, `del`, imports, nested defs and classes."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        into.add(node.name.value)
+    elif isinstance(node, cst.Assign):
+        for target in node.targets:
+            _target_names(target.target, into)
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
+        _target_names(node.target, into)
+    elif isinstance(node, cst.WithItem) and node.asname is not None:
+        _target_names(node.asname.name, into)
+    elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+        _target_names(node.name.name, into)
+    elif isinstance(node, cst.Del):
+        _target_names(node.target, into)
+    elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        for alias in node.names:
+            head = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(head, cst.Attribute):  # `import a.b` binds `a`
+                head = head.value
+            _target_names(head, into)
+
+
+def _in_loop_within(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:
+    """Whether a `break`/`continue` belongs to a loop inside `block` (its body, not its `else`)."""
+    path = [*module.ancestors(node, stop=block), node]
+    return any(isinstance(outer, (cst.For, cst.While)) and inner is outer.body for outer, inner in zip(path, path[1:]))
 
 
 def _statement_line(module, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
@@ -324,18 +298,34 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
     if len(end_line.body) != 1 or not isinstance(end_line.body[0], (cst.Expr, cst.Assign)) or end_line.body[0].value is not region.end:
         return None
     between = body[first + 1 : last]
-    if any(_calls_end(rule, region, statement) for statement in between):
-        return None
+    # One pass over the region's nodes (nested scopes are not entered).
+    exit_kind: Optional[str] = None
+    bound: set[str] = set()
+    ends = rule.analysis.tables.ttnn.capture_end
+    project = rule.analysis.project
+    for node in function.nodes:
+        kind = type(node)
+        if kind not in _FIX_RELEVANT or not region.contains(node):
+            continue
+        if kind is cst.Call:
+            if node is not region.end and (is_graph_end(region, node) or project.qualified_name(node.func, module, function) in ends):
+                return None  # another end in the region: it would now run twice
+        elif kind is cst.Return or kind is cst.Yield:
+            exit_kind = exit_kind or ("return" if kind is cst.Return else "yield")
+        elif kind is cst.Break or kind is cst.Continue:
+            if not _in_loop_within(module, node, block):
+                exit_kind = exit_kind or ("break" if kind is cst.Break else "continue")
+        else:
+            _bindings_of(node, bound)
     unsafe_because = None
-    exit_kind = _exits_region(between)
     if exit_kind is not None:
         unsafe_because = f"the `{exit_kind}` in the region would now end the capture"
     else:
         read = {node.value for node in _iter_nodes(end_line) if isinstance(node, cst.Name)}
-        rebound = sorted(read & _bound_names(between))
+        rebound = sorted(read & bound)
         if rebound:
             unsafe_because = f"the end call reads `{rebound[0]}`, which the region binds"
-    end_code = module.code(region.end).strip()
+    end_code = source_of(module, region.end)
     # Blank lines before the end separated it from the work; under `finally:` they would not.
     moved_end = end_line.with_changes(leading_lines=[line for line in end_line.leading_lines if line.comment is not None])
     wrapped = cst.Try(
