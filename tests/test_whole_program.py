@@ -136,3 +136,12 @@ def test_project_root_is_the_config_folder_then_the_repository_then_the_folder(t
     loose = tmp_path / "loose"
     loose.mkdir()
     assert project_root(loose / "b.py") == loose.resolve()
+
+
+def test_a_configuration_above_the_repository_does_not_widen_the_project(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert project_root(repo / "a.py") == repo.resolve()
+    assert project_root(tmp_path / "elsewhere.py") == tmp_path.resolve()

@@ -35,12 +35,18 @@ def _unused_message(unknown: list[str], unused: list[str]) -> str:
 
 def project_root(path: Path) -> Path:
     """The folder of the project that holds `path`: the nearest folder with a
-    `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml`, else the git
-    repository's top folder, else the folder named (a file's own folder)."""
+    `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml` (inside the git
+    repository, if any), else the repository's top folder, else the folder named (a
+    file's own folder)."""
     start = real_path(path)
     if not start.is_dir():
         start = start.parent
-    folders = (start, *start.parents)
+    folders = [start, *start.parents]
+    # A .git folder or file (a worktree, a submodule) marks the repository's top folder.
+    repository = next((folder for folder in folders if (folder / ".git").exists()), None)
+    if repository is not None:
+        # A configuration outside the repository never widens the project beyond it.
+        folders = folders[: folders.index(repository) + 1]
     for folder in folders:
         if (folder / "trace-lint.toml").is_file():
             return folder
@@ -51,10 +57,7 @@ def project_root(path: Path) -> Path:
                     return folder
             except OSError:
                 pass
-    for folder in folders:
-        if (folder / ".git").exists():  # a folder, or a file in a worktree or submodule
-            return folder
-    return start
+    return repository if repository is not None else start
 
 
 def check(
