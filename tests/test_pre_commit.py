@@ -22,8 +22,8 @@ GIT_IDENTITY = ["-c", "user.name=trace-lint tests", "-c", "user.email=tests@exam
 BAD, GOOD = CAPTURE_READING_HOST, CAPTURE_FIXED
 
 
-def git(*args: str, cwd: Path) -> str:
-    completed = subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True)
+def git(*args: str, cwd: Path, env_extra: dict | None = None) -> str:
+    completed = subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True, env=env_extra)
     return completed.stdout
 
 
@@ -55,34 +55,114 @@ def test_hook_definition_matches_the_spec():
     assert hook["require_serial"] is True
 
 
-def test_pre_commit_fails_on_a_finding_then_passes_once_fixed(tmp_path: Path):
-    rev = snapshot_of_checkout(tmp_path / "hook-repo")
-    project = tmp_path / "project"
+@pytest.fixture(scope="module")
+def hook(tmp_path_factory) -> dict:
+    """The hook repository and one pre-commit home for the module: the hook's environment
+    is installed once (the slow part) and shared by the tests."""
+    base = tmp_path_factory.mktemp("hook")
+    rev = snapshot_of_checkout(base / "hook-repo")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(base / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
+    env.pop("VIRTUAL_ENV", None)
+    return {"uri": (base / "hook-repo").as_uri(), "rev": rev, "env": env}
+
+
+def new_project(project: Path, hook: dict) -> Path:
     project.mkdir()
     git("init", "-q", cwd=project)
     (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {(tmp_path / 'hook-repo').as_uri()}\n    rev: {rev}\n    hooks:\n      - id: trace-lint\n",
+        f"repos:\n  - repo: {hook['uri']}\n    rev: {hook['rev']}\n    hooks:\n      - id: trace-lint\n",
         encoding="utf-8",
     )
+    return project
+
+
+def pre_commit(project: Path, hook: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", *args],
+        cwd=project, env=hook["env"], capture_output=True, text=True, timeout=600,
+    )
+
+
+def test_pre_commit_fails_on_a_finding_then_passes_once_fixed(tmp_path: Path, hook: dict):
+    project = new_project(tmp_path / "project", hook)
     (project / "model.py").write_text(BAD, encoding="utf-8")
     (project / "notes.txt").write_text("ttnn.to_torch is fine in text files\n", encoding="utf-8")
     git("add", "-A", cwd=project)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never"}
-    env.pop("VIRTUAL_ENV", None)
 
-    def pre_commit() -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "pre_commit", "run", "--all-files"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=600,
-        )
-
-    failed = pre_commit()
+    failed = pre_commit(project, hook, "--all-files")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "model.py:7:13: TRC102" in failed.stdout, failed.stdout + failed.stderr
     assert "notes.txt" not in failed.stdout
 
     (project / "model.py").write_text(GOOD, encoding="utf-8")
     git("add", "-A", cwd=project)
-    passed = pre_commit()
+    passed = pre_commit(project, hook, "--all-files")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "trace-lint" in passed.stdout and "Passed" in passed.stdout
+
+
+# Cross-file: the capture is in main.py, the code it runs in helpers.py.
+HELPERS_CLEAN = """\
+import ttnn
+
+
+def step(x):
+    return ttnn.relu(x)
+"""
+HELPERS_READING_HOST = HELPERS_CLEAN.replace("ttnn.relu(x)", "ttnn.to_torch(x)")
+HELPERS_SUPPRESSED = HELPERS_CLEAN.replace("ttnn.relu(x)", "ttnn.to_torch(x)  # noqa: TRC102")
+MAIN = """\
+import ttnn
+from pkg.helpers import step
+
+
+def run(device, x):
+    step(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = step(x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+"""
+
+
+def test_staged_files_are_checked_with_the_whole_project_around_them(tmp_path: Path, hook: dict):
+    project = new_project(tmp_path / "project", hook)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.trace-lint]\n', encoding="utf-8")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "pkg" / "helpers.py").write_text(HELPERS_CLEAN, encoding="utf-8")
+    (project / "pkg" / "main.py").write_text(MAIN, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "clean start", cwd=project)
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=project, env=hook["env"], check=True, capture_output=True)
+
+    # A commit that only changes the captured callee: the capture is in a file not staged.
+    helpers = project / "pkg" / "helpers.py"
+    helpers.write_text(HELPERS_READING_HOST, encoding="utf-8")
+    git("add", "pkg/helpers.py", cwd=project)
+    blocked = subprocess.run(
+        ["git", *GIT_IDENTITY, "commit", "-m", "callee reads the host"], cwd=project, env=hook["env"], capture_output=True, text=True, timeout=600
+    )
+    assert blocked.returncode != 0, blocked.stdout + blocked.stderr
+    assert "pkg/helpers.py:5:12: TRC102" in blocked.stdout + blocked.stderr
+    assert "pkg/main.py:7:11: capture begins here" in blocked.stdout + blocked.stderr
+
+    # A suppression that the capture in main.py needs: only helpers.py is staged, and it
+    # is not called unused (it is used: a whole-project run agrees).
+    helpers.write_text(HELPERS_SUPPRESSED, encoding="utf-8")
+    git("add", "pkg/helpers.py", cwd=project)
+    passed = pre_commit(project, hook)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "TRC002" not in passed.stdout
+    git("commit", "-q", "-m", "known host read", cwd=project, env_extra=hook["env"])
+
+    # Only the capturing file changes; the finding it reaches in helpers.py is reported.
+    helpers.write_text(HELPERS_READING_HOST, encoding="utf-8")
+    git("commit", "-q", "--no-verify", "-am", "drop the suppression", cwd=project)
+    (project / "pkg" / "main.py").write_text(MAIN.replace("    return out\n", "    return out  # done\n"), encoding="utf-8")
+    git("add", "pkg/main.py", cwd=project)
+    caught = pre_commit(project, hook)
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    assert "pkg/helpers.py:5:12: TRC102" in caught.stdout

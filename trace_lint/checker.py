@@ -35,6 +35,33 @@ def _unused_message(unknown: list[str], unused: list[str]) -> str:
     return "; ".join(parts)
 
 
+def project_root(path: Path) -> Path:
+    """The folder of the project that holds `path`: the nearest folder with a
+    `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml` (inside the git
+    repository, if any), else the repository's top folder, else the folder named (a
+    file's own folder)."""
+    start = real_path(path)
+    if not start.is_dir():
+        start = start.parent
+    folders = [start, *start.parents]
+    # A .git folder or file (a worktree, a submodule) marks the repository's top folder.
+    repository = next((folder for folder in folders if (folder / ".git").exists()), None)
+    if repository is not None:
+        # A configuration outside the repository never widens the project beyond it.
+        folders = folders[: folders.index(repository) + 1]
+    for folder in folders:
+        if (folder / "trace-lint.toml").is_file():
+            return folder
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                if "[tool.trace-lint" in candidate.read_text(encoding="utf-8", errors="replace"):
+                    return folder
+            except OSError:
+                pass
+    return repository if repository is not None else start
+
+
 def check(
     paths: Sequence[Path],
     settings: Settings,
@@ -44,12 +71,18 @@ def check(
     jobs: int = 1,
     cache=None,
     progress=None,
+    whole_program: bool = False,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
     `jobs` > 1 checks in up to that many processes, `parallel.AUTO` where it pays; `cache` (a
     `cache.ResultCache`) answers a run whose files and settings it has seen; `progress` (a
-    `progress.Progress`) is told how the run goes."""
+    `progress.Progress`) is told how the run goes.
+
+    `whole_program`: analyse the whole project holding each path (`project_root`), so that
+    callers, callees and suppressions in other files count, and report only what the named
+    paths select: findings located in them, and findings elsewhere whose call chain starts
+    at a capture in them. Without it, the named paths are the whole program."""
     result = CheckResult()
     sources = {real_path(p): text for p, text in (sources or {}).items()}
     on_disk = [p for p in paths if real_path(p) not in sources]
@@ -57,16 +90,32 @@ def check(
     result.errors.extend(found.errors)
     files = list(found.files)
     explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
-    entries: list[tuple[Path, tuple[str, ...], str, Optional[str], bool]] = []
+    # What the named paths select for reporting (all of the program without whole_program).
+    selected = {found.real.get(path) or real_path(path) for path in files} | ({real_path(p) for p in paths} & set(sources))
+    project_roots: list[Path] = []
+    if whole_program and not result.errors:
+        for path in paths:
+            anchor = path if path.exists() else path.parent
+            if anchor.exists():
+                root = project_root(anchor)
+                if root not in project_roots:
+                    project_roots.append(root)
+        # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
+        around = discover(project_roots, settings, force_exclude=True)
+        files.extend(around.files)
+        found.real.update(around.real)
+    entries: list[tuple[Path, tuple[str, ...], str, Optional[str], int]] = []
     seen: set[Path] = set()
-    roots = source_roots(settings.src, settings.root, [p for p in on_disk if p.is_dir()])
+    # Source roots: configured ones, the project root(s) and each folder named.
+    roots = source_roots(settings.src, settings.root, [*project_roots, *(p for p in on_disk if p.is_dir())])
     for path in [*files, *(Path(p) for p in sources)]:
         key = found.real.get(path) or real_path(path)
         if key in seen:
             continue
         seen.add(key)
-        entries.append((path, module_names(key, roots), display_path(path), sources.get(key), key in explicit))
-    result.files_checked = len(entries)
+        role = (EXPLICIT if key in explicit else 0) | (SELECTED if key in selected else 0)
+        entries.append((path, module_names(key, roots), display_path(path), sources.get(key), role))
+    result.files_checked = sum(1 for entry in entries if entry[4] & SELECTED)
 
     raw: dict[int, bytes] = {}
     run_key = None
@@ -74,14 +123,14 @@ def check(
         from .cache import content_hash, run_key as make_key
 
         hashes = []
-        for index, (path, name, display, text, is_explicit) in enumerate(entries):
+        for index, (path, name, display, text, role) in enumerate(entries):
             try:
                 data = text.encode("utf-8", "surrogatepass") if text is not None else path.read_bytes()
             except OSError:
                 hashes = None  # a file that cannot be read: report it, cache nothing
                 break
             raw[index] = data
-            hashes.append((display, name, content_hash(data), is_explicit))
+            hashes.append((display, name, content_hash(data), role))
         if hashes is not None:
             run_key = make_key(settings, hashes)
             hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
@@ -93,6 +142,10 @@ def check(
     if run_key is not None and not result.errors:
         cache.store(run_key, findings, result.files_checked)
     return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+
+
+# An entry's role in a run: named as a file (always parsed), and selected for reporting.
+EXPLICIT, SELECTED = 1, 2
 
 
 @contextmanager
@@ -137,8 +190,9 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
 
 def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress) -> list[Finding]:
     admitted = _admitted(entries, raw, settings)
-    explicit_indexes = [index for index, entry in enumerate(entries) if entry[4]]
-    if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in raw.values()):
+    explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
+    selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
+    if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
         # Nothing can be found: libcst and the rules are never imported.
         return []
     from .analyzer.engine import Engine
@@ -152,7 +206,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     project = Project(modules)
     for index, data in raw.items():
         project._raw[id(modules[index])] = data
-    explicit = {id(m) for m, entry in zip(modules, entries) if entry[4]}
+    explicit = {id(m) for m, entry in zip(modules, entries) if entry[4] & EXPLICIT}
     # What the engine would compute itself: admitted modules and explicit ones, in order.
     candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
     enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
@@ -176,8 +230,9 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         engine.always_parse = explicit
         raw_findings = engine.run()
         result.errors.extend(engine.internal_errors)
+    selected = {m.display_path for m, entry in zip(modules, entries) if entry[4] & SELECTED}
     for module in modules:
-        if module.read_error:
+        if module.read_error and module.display_path in selected:
             result.errors.append(module.read_error)
 
     by_file: dict[str, list[Finding]] = {}
@@ -188,6 +243,9 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         file_findings = by_file.pop(module.display_path, [])
         if module.read_error:
             continue
+        is_selected = module.display_path in selected
+        if not is_selected and not any(_reported_elsewhere(f, selected) for f in file_findings):
+            continue  # nothing here that this run reports: its suppressions need not be read
         if file_findings or _may_hold_suppressions(project, module):
             text = None
             if module.display_path in facts and not module._loaded:
@@ -202,13 +260,20 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         for finding in file_findings:
             if any(finding.code.startswith(code) or code == "ALL" for codes in ignored for code in codes):
                 continue
-            findings.append(finding)
+            if is_selected or _reported_elsewhere(finding, selected):
+                findings.append(finding)
     for finding in findings:
         attach_related(finding)
     findings.sort(key=Finding.sort_key)
     if progress is not None:
         progress.finish()
     return findings
+
+
+def _reported_elsewhere(finding: Finding, selected: set[str]) -> bool:
+    """A finding outside the named paths that a run on them reports: one of its call
+    chains starts at a capture in them."""
+    return any(chain and chain[0].filename in selected for chain in finding.chains)
 
 
 def _may_hold_suppressions(project, module) -> bool:

@@ -71,6 +71,11 @@ def check(
     show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial).", show_default=False),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
+    # Fixes (trace_lint.fixes).
+    fix: bool = typer.Option(False, "--fix", help="Apply safe fixes, then report what remains."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Count unsafe fixes as available: --fix applies them, output marks them [*]."),
+    diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is any)."),
+    add_noqa: bool = typer.Option(False, "--add-noqa", help="Add a `# noqa: CODE` comment at every finding and report how many."),
 ) -> None:
     """Check files and folders for code that is unsafe inside captures.
 
@@ -134,20 +139,49 @@ def check(
         from .progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
-        result = run_check(
-            targets,
-            settings,
-            force_exclude=force_exclude,
-            sources=sources,
-            jobs=jobs if jobs is not None else AUTO,
-            cache=cache,
-            progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
-        )
+
+        def run(fixed_texts: dict[Path, str]):
+            return run_check(
+                targets,
+                settings,
+                force_exclude=force_exclude,
+                sources={**sources, **fixed_texts},
+                jobs=jobs if jobs is not None else AUTO,
+                cache=cache,
+                progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
+                # Stdin without a file name belongs to no project: it is checked on its own.
+                whole_program=not (sources and stdin_filename is None),
+            )
+
+        fixed = 0
+        done_status: Optional[int] = None  # set when a fixing mode has answered already
+        if add_noqa:
+            done_status = _add_noqa(run({}), sources)
+        elif fix or diff:
+            from .fixes import fix_until_stable, read_exact
+
+            def read_stored(filename: str) -> Optional[str]:
+                stdin_text = next((text for path, text in sources.items() if _same_file(path, filename)), None)
+                return stdin_text if stdin_text is not None else read_exact(filename)
+
+            outcome = fix_until_stable(run, read_stored, unsafe_fixes)
+            result, fixed = outcome.result, outcome.fixed
+            if diff or (fix and sources):
+                done_status = _show_fixes(outcome, diff, sources)
+            else:
+                from .fixes import write_exact
+
+                for filename, (_before, after) in outcome.changed.items():
+                    write_exact(filename, after)
+        else:
+            result = run({})
     except Exception as error:  # an internal error must still exit 2 with a message
         import traceback
 
         traceback.print_exc(file=sys.stderr)
         raise _fail(f"internal error: {type(error).__name__}: {error}")
+    if done_status is not None:
+        raise typer.Exit(done_status)
     for message in result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
     if result.files_checked == 0 and not result.errors:
@@ -178,8 +212,18 @@ def check(
             color=_use_color(color, output_file),
             errors=len(result.errors),
             summary=not quiet,
+            unsafe_fixes=unsafe_fixes,
         )
         rendered = available[output_format](result.findings, context)
+        if fixed and output_format in ("full", "concise"):
+            from .output.text import summary
+
+            # As ruff: the count covers what was fixed.
+            closing = summary(result.findings, context)
+            total = len(result.findings) + fixed
+            closing_fixed = f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {len(result.findings)} remaining)."
+            if closing and rendered.endswith(closing + "\n"):
+                rendered = rendered[: len(rendered) - len(closing) - 1] + "\n".join([closing_fixed, *closing.split("\n")[1:]]) + "\n"
     _write_output(rendered, output_file)
     if result.errors:
         raise typer.Exit(EXIT_ERROR)
@@ -248,6 +292,60 @@ def _silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def _same_file(path: Path, filename: str) -> bool:
+    """Whether a finding's file name (relative to the working folder) names `path`."""
+    return os.path.realpath(path) == os.path.realpath(filename)
+
+
+def _add_noqa(result, sources) -> int:
+    """`check --add-noqa`: a suppression comment at every finding; the exit status."""
+    from .fixes import add_noqa, read_exact, write_exact
+
+    for message in result.errors:
+        typer.echo(f"trace-lint: {message}", err=True)
+    if sources:
+        typer.echo("trace-lint: error: --add-noqa edits files and cannot be used with stdin", err=True)
+        return EXIT_ERROR
+    by_file: dict[str, list] = {}
+    for finding in result.findings:
+        by_file.setdefault(finding.filename, []).append(finding)
+    added = 0
+    for filename, findings in by_file.items():
+        before = read_exact(filename)
+        if before is None:
+            typer.echo(f"trace-lint: {filename}: not UTF-8, no suppressions added", err=True)
+            continue
+        after, count = add_noqa(before, findings)
+        if count:
+            write_exact(filename, after)
+            added += count
+    typer.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return EXIT_ERROR if result.errors else 0
+
+
+def _show_fixes(outcome, as_diff: bool, stdin_sources: dict) -> int:
+    """`--diff` (a unified diff of every change, nothing written) and `--fix` on stdin (the
+    fixed source on stdout, as ruff does); the exit status."""
+    from .fixes import unified_diff
+
+    for message in outcome.result.errors:
+        typer.echo(f"trace-lint: {message}", err=True)
+    if as_diff:
+        for filename, (before, after) in sorted(outcome.changed.items()):
+            sys.stdout.write(unified_diff(filename, before, after))
+        noun = "error" if outcome.fixed == 1 else "errors"
+        typer.echo(f"Would fix {outcome.fixed} {noun}." if outcome.fixed else "No errors would be fixed.", err=True)
+        sys.stdout.flush()
+        return EXIT_ERROR if outcome.result.errors else (EXIT_FINDINGS if outcome.changed else 0)
+    for path, text in stdin_sources.items():
+        changed = next((after for name, (_before, after) in outcome.changed.items() if _same_file(path, name)), text)
+        sys.stdout.write(changed)
+    sys.stdout.flush()
+    if outcome.result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.result.findings else 0
 
 
 @app.command()

@@ -296,7 +296,7 @@ class Engine:
             return frozenset()
         return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
-    def _report(self, rule: Rule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext]) -> None:
+    def _report(self, rule: Rule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None) -> None:
         assert module is not None
         try:
             code_range = module.range(node)
@@ -320,6 +320,7 @@ class Engine:
             end_location=end,
             severity=rule.severity,
             chains=[list(c) for c in chains],
+            fix=fix,
         )
 
     def report_position(self, rule: Rule, module: ModuleInfo, line: int, column: int, message: str) -> None:

@@ -19,6 +19,7 @@ from .syntax_walk import preorder
 NOQA = re.compile(r"#\s*noqa\b(?P<colon>\s*:\s*(?P<codes>[^#]*))?", re.IGNORECASE)
 DIRECTIVE = re.compile(r"#\s*trace-lint\s*:\s*(?P<verb>ignore|disable|enable|noqa)\b(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 CODE = re.compile(r"^[A-Z]+[0-9]*$")
+_LINES = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -288,6 +289,7 @@ def apply_suppressions(
     if unused_code not in enabled_codes:
         return kept
     known = set(known_codes)
+    lines: Optional[list[str]] = None
     for suppression in suppressions:
         if suppression.kind == "enable" or suppression.codes is None:
             continue
@@ -298,6 +300,11 @@ def apply_suppressions(
             and any(k.startswith(c) and k in enabled_codes for k in known) and not unused_code.startswith(c)
         ]
         if unknown or unused:
+            from ..fixes import unused_suppression_fix
+
+            if lines is None:
+                lines = _LINES.split(text if text is not None else module.text)
+            line = lines[suppression.line - 1] if suppression.line <= len(lines) else ""
             location = Location(suppression.line, suppression.column)
             kept.append(
                 Finding(
@@ -307,6 +314,7 @@ def apply_suppressions(
                     location=location,
                     end_location=location,
                     noqa_row=suppression.line,
+                    fix=unused_suppression_fix(line, suppression.line, suppression.column, suppression.kind, [*unknown, *unused]),
                 )
             )
     return kept

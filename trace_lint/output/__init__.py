@@ -18,6 +18,8 @@ class OutputContext:
     errors: int = 0
     # The closing "Found N errors." / "All checks passed!" line of the text formats (--quiet drops it).
     summary: bool = True
+    # Unsafe fixes count as available (`--unsafe-fixes`): marked `[*]` like safe ones.
+    unsafe_fixes: bool = False
 
 
 Formatter = Callable[[Sequence[Finding], OutputContext], str]

@@ -13,14 +13,23 @@ def _style(text: str, code: str, enabled: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if enabled else text
 
 
+def _fixable(finding: Finding, context: OutputContext) -> bool:
+    fix = finding.fix
+    return fix is not None and (fix.applicability == "safe" or (context.unsafe_fixes and fix.applicability == "unsafe"))
+
+
+def _marker(finding: Finding, context: OutputContext) -> str:
+    return " [*]" if _fixable(finding, context) else ""
+
+
 def concise(findings: Sequence[Finding], context: OutputContext) -> str:
     lines = [
-        f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)} {f.message}"
+        f"{f.filename}:{f.location.row}:{f.location.column}: {_style(f.code, '1;31', context.color)}{_marker(f, context)} {f.message}"
         for f in findings
     ]
-    summary = _summary(findings, context)
-    if summary:
-        lines.append(summary)
+    closing = summary(findings, context)
+    if closing:
+        lines.append(closing)
     return "".join(line + "\n" for line in lines)
 
 
@@ -52,7 +61,7 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
     blocks = []
     for finding in findings:
         code = _style(finding.code, "1;31", context.color)
-        block = [f"{_style(finding.filename, '1', context.color)}:{finding.location.row}:{finding.location.column}: {code} {finding.message}"]
+        block = [f"{_style(finding.filename, '1', context.color)}:{finding.location.row}:{finding.location.column}: {code}{_marker(finding, context)} {finding.message}"]
         block += _frame(finding, context.read_source(finding.filename))
         # Each capture that reaches the finding is its own chain, never merged with another.
         for number, chain in enumerate(finding.chains, start=1):
@@ -66,15 +75,30 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
         if rule is not None and rule.help:
             block.append(f"  = help: {rule.help}")
         blocks.append("\n".join(block))
-    summary = _summary(findings, context)
-    if summary:
-        blocks.append(summary)
+    closing = summary(findings, context)
+    if closing:
+        blocks.append(closing)
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
-def _summary(findings: Sequence[Finding], context: OutputContext) -> str:
+def summary(findings: Sequence[Finding], context: OutputContext) -> str:
+    """The closing lines: the count, then what `--fix` would fix, as ruff words it ("" under
+    --quiet)."""
     if not context.summary:
         return ""
+    count = _summary(findings, context)
+    lines = [count] if count else []
+    fixable = sum(1 for f in findings if _fixable(f, context))
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe" and not context.unsafe_fixes)
+    hint = f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hint})." if hidden else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({hint}).")
+    return "\n".join(lines)
+
+
+def _summary(findings: Sequence[Finding], context: OutputContext) -> str:
     if not findings:
         return "" if context.errors else "All checks passed!"
     return f"Found {len(findings)} error{'s' if len(findings) != 1 else ''}."

@@ -23,6 +23,11 @@ class UnparsableFile(Rule):
     name = "unparsable-file"
     summary = "File cannot be parsed"
     help = "fix the syntax error; trace-lint checks the rest of the project meanwhile"
+    fix_docs = """
+        Only the author knows what the file should say. This finding cannot be suppressed
+        with a comment: exclude the file (`exclude`, `extend-exclude`) if it is not meant to
+        be Python.
+    """
 
     INVALID = [
         Invalid(
@@ -75,6 +80,14 @@ class UnusedSuppression(Rule):
     name = "unused-suppression"
     summary = "Suppression that suppresses nothing, or names an unknown code"
     help = "remove the suppression, or correct the code it names"
+    fix_availability = "sometimes"
+    fix_docs = """
+        The fix takes the unused and unknown codes out of the comment (`# noqa: TRC101,
+        TRC102` -> `# noqa: TRC101`), and the whole directive when no code is left, keeping
+        any other comment on the line. It is always safe: a comment changes nothing the
+        program computes. A `disable[...]` range is not edited (its `enable` would no longer
+        match); correct or remove it by hand.
+    """
 
     INVALID = [
         Invalid(

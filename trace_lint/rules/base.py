@@ -16,6 +16,7 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from ..analyzer.engine import Engine, RuleContext
+    from ..analyzer.findings import Fix
     from ..analyzer.regions import Region
     from ..analyzer.project import ModuleInfo
 
@@ -58,6 +59,10 @@ class Rule:
     silent_in_first_use_cache: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+    # The fix, for the docs, as ruff states it: "always", "sometimes" or "none" available,
+    # and what it does and when it is safe (for "none": why there is none).
+    fix_availability: ClassVar[str] = "none"
+    fix_docs: ClassVar[str] = ""
 
     # Filled by the engine for each unit of captured code it visits.
     context: "RuleContext"
@@ -67,11 +72,12 @@ class Rule:
         # The whole-program facts: project, regions, call resolver.
         self.analysis = analysis
 
-    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None) -> None:
+        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.fixes)."""
         context = getattr(self, "context", None)
         if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
             return
-        self._reporter(self, node, message, module or (context.module if context else None), context)
+        self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix)
 
     def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
         """Report at a position rather than a node (a file that did not parse)."""
@@ -92,11 +98,27 @@ class Rule:
         parts = [f"# {cls.name} ({cls.code})", "", body.strip()]
         if not cls.default_enabled:
             parts += ["", f"This rule is opt-in: enable it with `--select {cls.code}`."]
+        parts += ["", "## Fix", cls.fix_text()]
         if cls.INVALID:
             parts += ["", "## Example", "```python", cls.INVALID[0].source.rstrip("\n"), "```"]
         if cls.VALID:
             parts += ["", "## Use instead", "```python", cls.VALID[0].source.rstrip("\n"), "```"]
         return "\n".join(parts) + "\n"
+
+    @classmethod
+    def fix_text(cls) -> str:
+        """The docs' fix section: whether a fix is available, what it does, when it is safe."""
+        availability = {
+            "always": "Fix is always available.",
+            "sometimes": "Fix is sometimes available.",
+            "none": "No automatic fix.",
+        }[cls.fix_availability]
+        details = inspect.cleandoc(cls.fix_docs) if cls.fix_docs else (
+            "What to write instead depends on what the code is for (see the example below). "
+            f"Where the code is intended, suppress the finding with `# noqa: {cls.code}`; "
+            "`trace-lint check --add-noqa` adds one at every finding."
+        )
+        return f"{availability}\n\n{details}"
 
     @classmethod
     def explanation(cls, heading: str) -> str:

@@ -19,6 +19,8 @@ from ..analyzer.effects import Effects, same_work
 from ..analyzer.tensors import TensorFacts
 from ..analyzer.values import assigned_value, input_names
 from .allocation import region_accesses, released_before
+from ..analyzer.findings import Fix
+from ..fixes import source_of, statements_replacement
 from .base import Invalid, Rule, Valid
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
@@ -84,6 +86,22 @@ class CaptureLeftOpen(Rule):
     name = "capture-left-open"
     summary = "Capture that an exception can leave open"
     help = "wrap the captured work in `try:` ... `finally:` that ends the capture (`ttnn.end_trace_capture`, `g.capture_end()`)"
+    fix_availability = "sometimes"
+    fix_docs = """
+        The fix wraps the statements between the begin and the end in `try:` and moves the
+        end statement into `finally:`. On the normal path the same statements run in the
+        same order; an exception now ends the capture on its way out. It is offered when the
+        begin call ends its statement line and the end call is a statement of its own
+        (`end(...)` or `x = end(...)`) later in the same block, with no other capture end
+        between them; comments, blank lines and nested blocks move with the statements.
+
+        The fix is safe, except in two cases where it is marked unsafe (`--unsafe-fixes`):
+        the region holds a `return`, a `yield`, or a `break`/`continue` of a loop outside it
+        (that exit now runs the end, where before it skipped it; a generator may end the
+        capture when it is closed), or the end call reads a name that the region assigns
+        (on the exceptional path the `finally:` could fail with a `NameError` before it ends
+        the capture). Review those by hand.
+    """
 
     INVALID = [
         Invalid(
@@ -159,8 +177,148 @@ class CaptureLeftOpen(Rule):
                 continue
             if _cannot_raise(node) or _covered(self, region, node):
                 continue
-            self.report(region.begin, "an exception between begin and end leaves this capture open; end it in a `finally:`", module=module)
+            self.report(
+                region.begin,
+                "an exception between begin and end leaves this capture open; end it in a `finally:`",
+                module=module,
+                fix=self._fix(region),
+            )
             return
+
+    def _fix(self, region: Region) -> Optional[Fix]:
+        try:
+            return capture_left_open_fix(self, region)
+        except (KeyError, ValueError, IndexError):
+            return None  # a node without a position (code built by the analysis): no fix, the finding stands
+
+
+# -- TRC401's fix: the region wrapped in `try:` / `finally: <end>` ------------------------
+# Offered only where the edit is plain: the begin ends its own statement line, the end call
+# is a statement of its own (`end(...)` or `x = end(...)`) in the same block, later, and no
+# other capture end lies between them. The statements in between move into `try:` in order,
+# the end statement into `finally:`; so on the normal path the same statements run in the
+# same order. Unsafe where the move changes more than the exceptional path: a `return`,
+# `yield` or loop exit (`break`/`continue` of a loop outside the region) in the region, which
+# now runs the end where before it skipped it (or, for a generator, may run it at close),
+# and an end statement that reads a name the region binds (the `finally:` could then fail
+# with a NameError on the exceptional path instead of ending the capture).
+
+
+# Node kinds the fix looks at in a region.
+_FIX_RELEVANT = frozenset({
+    cst.Call, cst.Return, cst.Yield, cst.Break, cst.Continue, cst.FunctionDef, cst.ClassDef, cst.Assign,
+    cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler,
+    cst.Del, cst.Import, cst.ImportFrom,
+})
+
+
+def _target_names(expr: cst.CSTNode, into: set[str]) -> None:
+    if isinstance(expr, cst.Name):
+        into.add(expr.value)
+    elif isinstance(expr, (cst.Tuple, cst.List)):
+        for element in expr.elements:
+            _target_names(element.value, into)
+    elif isinstance(expr, cst.StarredElement):
+        _target_names(expr.value, into)
+
+
+def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
+    """Names a node binds in its own scope: assignments, loops, `with ... as`, `except ...
+    as`, `del`, imports, nested defs and classes."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        into.add(node.name.value)
+    elif isinstance(node, cst.Assign):
+        for target in node.targets:
+            _target_names(target.target, into)
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
+        _target_names(node.target, into)
+    elif isinstance(node, cst.WithItem) and node.asname is not None:
+        _target_names(node.asname.name, into)
+    elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+        _target_names(node.name.name, into)
+    elif isinstance(node, cst.Del):
+        _target_names(node.target, into)
+    elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        for alias in node.names:
+            head = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(head, cst.Attribute):  # `import a.b` binds `a`
+                head = head.value
+            _target_names(head, into)
+
+
+def _in_loop_within(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:
+    """Whether a `break`/`continue` belongs to a loop inside `block` (its body, not its `else`)."""
+    path = [*module.ancestors(node, stop=block), node]
+    return any(isinstance(outer, (cst.For, cst.While)) and inner is outer.body for outer, inner in zip(path, path[1:]))
+
+
+def _statement_line(module, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[cst.SimpleStatementLine]:
+    for ancestor in reversed(module.ancestors(node, stop=stop)):
+        if isinstance(ancestor, cst.SimpleStatementLine):
+            return ancestor
+    return None
+
+
+def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
+    """TRC401's fix for `region`, or None where it is not offered (see above)."""
+    module, function = region.module, region.function
+    if region.end is None:
+        return None
+    begin_line = _statement_line(module, region.begin, function.node)
+    end_line = _statement_line(module, region.end, function.node)
+    if begin_line is None or end_line is None:
+        return None
+    block = module.parent(begin_line)
+    if not isinstance(block, cst.IndentedBlock) or module.parent(end_line) is not block:
+        return None
+    body = list(block.body)
+    first, last = body.index(begin_line), body.index(end_line)
+    if last <= first or module.start(begin_line.body[-1]) > module.start(region.begin):
+        return None  # the end comes first, or more statements follow the begin on its line
+    if len(end_line.body) != 1 or not isinstance(end_line.body[0], (cst.Expr, cst.Assign)) or end_line.body[0].value is not region.end:
+        return None
+    between = body[first + 1 : last]
+    # One pass over the region's nodes (nested scopes are not entered).
+    exit_kind: Optional[str] = None
+    bound: set[str] = set()
+    ends = rule.analysis.tables.ttnn.capture_end
+    project = rule.analysis.project
+    for node in function.nodes:
+        kind = type(node)
+        if kind not in _FIX_RELEVANT or not region.contains(node):
+            continue
+        if kind is cst.Call:
+            if node is not region.end and (is_graph_end(region, node) or project.qualified_name(node.func, module, function) in ends):
+                return None  # another end in the region: it would now run twice
+        elif kind is cst.Return or kind is cst.Yield:
+            exit_kind = exit_kind or ("return" if kind is cst.Return else "yield")
+        elif kind is cst.Break or kind is cst.Continue:
+            if not _in_loop_within(module, node, block):
+                exit_kind = exit_kind or ("break" if kind is cst.Break else "continue")
+        else:
+            _bindings_of(node, bound)
+    unsafe_because = None
+    if exit_kind is not None:
+        unsafe_because = f"the `{exit_kind}` in the region would now end the capture"
+    else:
+        read = {node.value for node in _iter_nodes(end_line) if isinstance(node, cst.Name)}
+        rebound = sorted(read & bound)
+        if rebound:
+            unsafe_because = f"the end call reads `{rebound[0]}`, which the region binds"
+    end_code = source_of(module, region.end)
+    # Blank lines before the end separated it from the work; under `finally:` they would not.
+    moved_end = end_line.with_changes(leading_lines=[line for line in end_line.leading_lines if line.comment is not None])
+    wrapped = cst.Try(
+        body=cst.IndentedBlock(body=between or [cst.SimpleStatementLine([cst.Pass()])]),
+        finalbody=cst.Finally(body=cst.IndentedBlock(body=[moved_end])),
+    )
+    message = f"Wrap the capture in `try:` ... `finally: {end_code}`"
+    if unsafe_because:
+        message += f" (unsafe: {unsafe_because})"
+    edit = statements_replacement(module, function, block, begin_line, end_line, wrapped)
+    if edit is None:
+        return None
+    return Fix("unsafe" if unsafe_because else "safe", message, (edit,))
 
 
 # Statements, and compound statements whose header runs code, that can raise between a begin
@@ -774,6 +932,11 @@ class MissingTraceRegion(Rule):
     name = "missing-trace-region"
     summary = "Device opened without trace_region_size, then captured on"
     help = "pass `trace_region_size=` large enough for your traces to the device open call"
+    fix_docs = """
+        No fix is offered: the size the traces need is not known before they are captured
+        (a capture reports it). Pass a `trace_region_size` measured for the model, or
+        suppress the finding with `# noqa: TRC405` where the device is opened elsewhere.
+    """
 
     INVALID = [
         Invalid(
