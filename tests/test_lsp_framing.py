@@ -107,6 +107,13 @@ def test_reader_passes_well_framed_messages_split_anywhere():
         assert [e.value["id"] for e in found] == [1, 2, 3], cut
 
 
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_reader_resyncs_without_a_pause_too(case: str):
+    # A client that pipelines: the next message follows in the same write.
+    data, _bad_id = MALFORMED[case]
+    good_after(events(data + frame(request(2))), 2)
+
+
 def test_reader_never_allocates_a_claimed_huge_body():
     found = events(b"Content-Length: 1000000000000\r\n\r\n" + b"x" * 5000, None, frame(request(2)), max_body=4096)
     good_after(found, 2)
@@ -242,3 +249,29 @@ def test_workspace_with_a_non_utf8_file_name_gets_diagnostics(tmp_path: Path):
         assert [d["code"] for d in published["params"]["diagnostics"]] == ["TRC102"]
     finally:
         client.close()
+
+
+# -- fuzz: whatever came before, a message sent after a pause is read ----------------------------
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_PIECES = [
+    b"Content-Length: ", b"content-length:", b"Content-Type: application/vscode-jsonrpc\r\n", b"0", b"7", b"42",
+    b"-1", b"99999999999", b"\r\n", b"\r\n\r\n", b"\n", b"{", b"}", b"[", b'"', b"\\", b":", b",", b'"id": 5',
+    b'"method": "x"', b'"result": null', b"\x00", b"\xff", b" ", request(5), frame(request(6)),
+]
+_garbage = st.lists(st.one_of(st.sampled_from(_PIECES), st.binary(max_size=12)), max_size=12).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(garbage=_garbage, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=3))
+def test_any_garbage_then_a_pause_never_loses_the_next_message(garbage: bytes, cuts: list[int]):
+    pieces, start = [], 0
+    for cut in sorted(c for c in cuts if c < len(garbage)):
+        pieces.append(garbage[start:cut])
+        start = cut
+    pieces.append(garbage[start:])
+    chunks = [p for p in pieces if p] + [None, frame(request(424242))]
+    found = events(*chunks)
+    last = found[-1]
+    assert isinstance(last, Message) and last.value["id"] == 424242, found

@@ -32,27 +32,41 @@ STALL_SECONDS = 0.3
 _TOKEN = rb"[A-Za-z0-9!#$%&'*+.^_`|~-]"  # RFC 9110 header-name characters
 _HEADER_LINE = re.compile(_TOKEN + rb"+:[^\r\n]{0,%d}\r\n" % MAX_HEADER_BYTES)
 # `Content-Length: N` not in the middle of a header name, and the rest of its header block.
-_LENGTH_LINE = re.compile(rb"(?<!" + _TOKEN + rb")(?i:content-length):[ \t]*\d{1,20}[ \t]*\r\n")
+_LENGTH_LINE = re.compile(rb"(?i:content-length):[ \t]*\d{1,20}[ \t]*\r\n")
+_TOKEN_BYTE = re.compile(_TOKEN)
 _LENGTH_LINE_MAX = 64  # "Content-Length:" with room for spaces and 20 digits
 
 
-def _length_lines(data: Union[bytes, bytearray], start: int):
+def _length_lines(data: Union[bytes, bytearray], start: int, boundary: bool):
     """`_LENGTH_LINE` matches at or after `start`. A line ends in CR LF, which JSON bodies hardly
     ever hold, so looking back from each CR LF is much faster than a regex scan of every byte."""
     end = data.find(b"\r\n", start)
     while end >= 0:
         first = max(start, end - _LENGTH_LINE_MAX)
-        hit = _LENGTH_LINE.search(data, first, end + 2)
-        if hit is not None and hit.end() == end + 2:
-            yield hit
+        while True:
+            hit = _LENGTH_LINE.search(data, first, end + 2)
+            if hit is None or hit.end() != end + 2:
+                break
+            # Not in the middle of a header name (`start` is a line start when it is a boundary).
+            if (boundary and hit.start() == start) or hit.start() == 0 or not _TOKEN_BYTE.fullmatch(data, hit.start() - 1, hit.start()):
+                yield hit
+                break
+            first = hit.start() + 1
         end = data.find(b"\r\n", end + 2)
 _BLOCK_TAIL = re.compile(rb"(?:" + _HEADER_LINE.pattern + rb")*\r\n")
+_BLOCK_AT = re.compile(rb"(?:" + _HEADER_LINE.pattern + rb")+\r\n")
 
 
-def _find_header_block(data: Union[bytes, bytearray], start: int = 0) -> Optional[int]:
+def _block_at(data: Union[bytes, bytearray], position: int) -> bool:
+    """A complete header block with a valid Content-Length starts exactly at `position`."""
+    match = _BLOCK_AT.match(data, position)
+    return match is not None and _content_length(bytes(data[position : match.end()]))[1] is None
+
+
+def _find_header_block(data: Union[bytes, bytearray], start: int = 0, boundary: bool = False) -> Optional[int]:
     """Where the first complete, well-formed header block at or after `start` begins.
     Linear in len(data): candidates are found by their Content-Length line."""
-    for hit in _length_lines(data, start):
+    for hit in _length_lines(data, start, boundary):
         if _BLOCK_TAIL.match(data, hit.end()) is None:
             continue
         begin = hit.start()
@@ -146,6 +160,10 @@ class FrameReader:
         self._next_chunk = next_chunk
         self._buffer = bytearray()
         self._eof = False
+        # Where the bytes that came after the last pause start: a client that waited for an
+        # answer starts its next message there, even if the previous one was cut short.
+        self._fresh: Optional[int] = None
+        self._paused = False
         self.max_body = max_body
         self.stall = stall
 
@@ -156,17 +174,32 @@ class FrameReader:
             return False
         chunk = self._next_chunk(timeout)
         if chunk is None:
+            self._paused = True
             return False
         if not chunk:
             self._eof = True
             return False
+        if self._paused:
+            self._paused = False
+            self._fresh = len(self._buffer) or None
         self._buffer += chunk
         return True
 
     def _take(self, count: int) -> bytes:
         taken = bytes(self._buffer[:count])
         del self._buffer[:count]
+        if self._fresh is not None:
+            self._fresh = self._fresh - count if self._fresh > count else None
         return taken
+
+    def _next_header(self, start: int, boundary: bool = False) -> Optional[int]:
+        """Where the next header block at or after `start` begins: one found in the stream, or
+        one that starts right after a pause (even glued to the bytes before it)."""
+        found = _find_header_block(self._buffer, start, boundary)
+        fresh = self._fresh
+        if fresh is not None and fresh >= start and (found is None or fresh < found) and _block_at(self._buffer, fresh):
+            return fresh
+        return found
 
     # -- events --------------------------------------------------------------------------
     def next_event(self) -> Optional[Event]:
@@ -174,19 +207,21 @@ class FrameReader:
             # Blank lines between messages are tolerated.
             while self._buffer[:1] and self._buffer[:1] in (b"\r", b"\n"):
                 del self._buffer[:1]
-            if not self._buffer and not self._fill(None):
-                return None
             if not self._buffer:
+                if not self._fill(self.stall) and self._eof:
+                    return None
                 continue
+            fresh = self._fresh
+            if fresh is not None and _block_at(self._buffer, fresh):
+                return self._garbage(self._take(fresh), "a message cut short (the next one began after a pause)")
             end = self._buffer.find(b"\r\n\r\n")
             if end < 0:
                 if len(self._buffer) <= MAX_HEADER_BYTES and not self._looks_like_garbage():
-                    if self._fill(None):
+                    if self._fill(self.stall) or not self._eof:
                         continue
-                    if self._eof:
-                        if not self._buffer.strip():
-                            return None
-                        return self._garbage(self._take(len(self._buffer)), "input ended inside a header")
+                    if not self._buffer.strip():
+                        return None
+                    return self._garbage(self._take(len(self._buffer)), "input ended inside a header")
                 return self._resync("no header block (expected `Content-Length: N` and a blank line)")
             if end > MAX_HEADER_BYTES:
                 return self._resync(f"header block over {MAX_HEADER_BYTES} bytes")
@@ -210,8 +245,8 @@ class FrameReader:
         while len(self._buffer) < length:
             # A header block inside the pending body: the length was too long, and what came
             # before it is the real message.
-            marker = _find_header_block(self._buffer, max(0, scanned - MAX_HEADER_BYTES))
-            if marker is not None:
+            marker = self._next_header(max(0, scanned - MAX_HEADER_BYTES), boundary=scanned <= MAX_HEADER_BYTES)
+            if marker is not None and marker < length:
                 body = self._take(marker)
                 return _describe(body, f"Content-Length {length} is longer than the message ({len(body)} bytes)")
             scanned = len(self._buffer)
@@ -228,11 +263,18 @@ class FrameReader:
         if value is not _INVALID:
             del self._buffer[:length]
             return Message(value)
-        # Not JSON. Either the body is bad, or the length was too short and the rest of the
-        # message follows: look at what comes after it.
+        # Not JSON. The next message may begin inside it (this one was cut short) ...
+        marker = self._next_header(0, boundary=True)
+        if marker is not None and marker < length:
+            body = self._take(marker)
+            return _describe(body, f"Content-Length {length} is longer than the message ({len(body)} bytes)")
+        # ... or the body is bad, or the length was too short and the rest of the message
+        # follows: look at what comes after it.
         while True:
             rest = bytes(self._buffer[length:])
-            marker = _find_header_block(rest)
+            marker = self._next_header(length, boundary=True)
+            if marker is not None:
+                marker -= length
             if rest[: marker if marker is not None else len(rest)].strip(_WHITESPACE):
                 # More bytes before the next header: read them as the rest of this message.
                 stop = marker if marker is not None else len(rest)
@@ -247,7 +289,7 @@ class FrameReader:
         """Drop bytes up to the next well-formed header block, reporting what was dropped."""
         start = max(skip, 1)
         while True:
-            marker = _find_header_block(self._buffer, start)
+            marker = self._next_header(start)
             if marker is not None:
                 return self._garbage(self._take(marker), reason)
             start = max(1, len(self._buffer) - MAX_HEADER_BYTES)
