@@ -64,7 +64,7 @@ class DataDependentShape(Rule):
             def build(sample):
                 return torch.cuda.make_graphed_callables(Filter().cuda(), (sample,))
             """,
-            lines=(6,),
+            lines=(6, 6),  # `masked_select` and `x[mask]`: two findings on one line
         ),
         Invalid(
             """

@@ -515,7 +515,7 @@ class ShapeArithmetic(_HostLogicRule):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
                 return y
             """,
-            lines=(5,),
+            lines=(5, 5),  # `pos + 1` and `x.shape[1] * 2`: two findings on one line
         )
     ]
     VALID = [
