@@ -3,8 +3,8 @@ projects, pathological sizes, prefilter on vs off, and edits that change nothing
 
 Small in CI. The large run is behind the `slow` marker, sized by environment variables:
 
-    TRACE_LINT_FUZZ_EXAMPLES=10000 TRACE_LINT_FUZZ_MUTANTS=5000 \\
-        pytest tests/test_fuzz_input.py -m slow -s
+    TRACE_LINT_FUZZ_LARGE=1 pytest tests/test_fuzz_input.py -m slow -s        # 10,000 / 5,000
+    TRACE_LINT_FUZZ_EXAMPLES=500 TRACE_LINT_FUZZ_MUTANTS=300 pytest ... -m slow -s  # other sizes
 
 Each test prints a summary: runs, crashes (an exception out of the checker), hangs (a file
 set taking over `HANG_SECONDS` of CPU time), internal errors (errors that are not a finding), TRC001 on
@@ -36,6 +36,11 @@ from .cli_helpers import FIXTURES, run_cli
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
 HANG_SECONDS = 10.0
+# The large runs take hours: only when asked for (`-m slow` alone would not size them).
+large = pytest.mark.skipif(
+    not any(os.environ.get(name) for name in ("TRACE_LINT_FUZZ_LARGE", "TRACE_LINT_FUZZ_EXAMPLES", "TRACE_LINT_FUZZ_MUTANTS")),
+    reason="set TRACE_LINT_FUZZ_LARGE=1 (or the sizes) to run the large fuzz",
+)
 SMALL_EXAMPLES = 8
 SMALL_MUTANTS = 24
 
@@ -171,6 +176,7 @@ def test_generated_programs(tmp_path_factory, capsys):
 
 
 @pytest.mark.slow
+@large
 def test_generated_programs_large(tmp_path_factory, capsys):
     _generated_suite(True, hypothesmith.from_grammar(), "generated programs (large)", tmp_path_factory, capsys)
 
@@ -319,6 +325,7 @@ def test_fixture_mutants(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@large
 def test_fixture_mutants_large(tmp_path, capsys):
     _mutant_suite(True, tmp_path, capsys)
 

@@ -51,10 +51,7 @@ _KEYWORDS = frozenset(
     "nonlocal pass raise return try while with yield".split()
 )
 _WORD_OPERATORS = frozenset({"and", "or", "not", "await", "lambda"})
-_ATOM_WORDS = frozenset({"True", "False", "None"})
-_COMPARISON_WORDS = frozenset({"in", "is"})
 _BINARY = frozenset({"+", "-", "*", "/", "//", "%", "@", "**", "<<", ">>", "&", "|", "^", "~"})
-_COMPARISONS = frozenset({"<", ">", "==", "!=", "<=", ">="})
 _DELIMITERS = frozenset({",", ";", "=", ":=", "->"} | {op + "=" for op in ("+", "-", "*", "/", "//", "%", "@", "**", "<<", ">>", "&", "|", "^")})
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
@@ -139,7 +136,6 @@ def scan(text: str) -> tuple[Optional[Refusal], list[tuple[int, int, str]], bool
     indents = [0]
     elif_chains: dict[int, list[int]] = {}  # indentation depth -> offsets of its `elif`s
     line = 1
-    line_offset = 0  # offset of the current physical line's start, for columns
 
     def end_item(current: _Item, level_zero: bool = False) -> None:
         nonlocal reduced
@@ -259,8 +255,7 @@ def scan(text: str) -> tuple[Optional[Refusal], list[tuple[int, int, str]], bool
             elif value in _BINARY:
                 if previous == "atom" or value in ("-", "+", "~"):
                     item.ops += 1
-            elif value in _COMPARISONS:
-                pass
+            # Comparisons are one flat node in libcst and in `ast`: not counted.
         elif kind == "name":
             if value in _KEYWORDS:
                 is_delimiter = True
@@ -276,10 +271,7 @@ def scan(text: str) -> tuple[Optional[Refusal], list[tuple[int, int, str]], bool
                 item.ops += 1
                 if value == "lambda":
                     item.lambdas += 1
-            elif value in _COMPARISON_WORDS:
-                pass
-            elif previous == "atom" and value not in _ATOM_WORDS:
-                pass  # a soft keyword (`match x`, `case y`): an atom follows
+            # `in`/`is` compare (flat); other words are names, soft keywords included.
         elif kind == "string":
             if previous_kind == "string":
                 item.ops += 1  # implicit concatenation

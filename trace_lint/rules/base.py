@@ -34,7 +34,7 @@ class Valid:
 
 @dataclass(frozen=True)
 class Invalid:
-    """Code on which the rule must report exactly on `lines` (1-based)."""
+    """Code on which the rule must report exactly on `lines` (1-based; a line twice for two findings on it)."""
 
     code: str
     lines: tuple[int, ...]
