@@ -344,10 +344,11 @@ def _header(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _cannot_raise(node: cst.CSTNode) -> bool:
-    """Assignments, returns and tests without calls: they cannot raise into an open capture."""
+    """Assignments, returns and tests without calls: they cannot raise into an open capture.
+    A `yield` or `await` can: the consumer may throw into the generator or cancel the task."""
     if isinstance(node, (cst.Raise, cst.Assert, cst.Import, cst.ImportFrom)):
         return False
-    return not any(isinstance(n, cst.Call) for part in _header(node) for n in _iter_nodes(part))
+    return not any(isinstance(n, (cst.Call, cst.Yield, cst.Await)) for part in _header(node) for n in _iter_nodes(part))
 
 
 def _covered(rule: Rule, region: Region, node: cst.CSTNode) -> bool:
