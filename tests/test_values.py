@@ -204,3 +204,36 @@ def test_a_name_is_a_device_value_where_only_device_bindings_reach_it(lint):
     # read. Line 8 reads `z` where `z = 0` can reach on the loop's next turn: not known to
     # be a device value, so not reported.
     assert codes(lint(source), "TRC202") == [(5, "TRC202")]
+
+
+def test_an_attribute_every_method_fills_with_a_device_tensor_is_a_device_value(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        class Hyps:
+            def __init__(self, n, device):
+                self.lengths = torch.zeros(n, device=device, dtype=torch.long)
+                self.max_length = n
+
+            def add(self, mask):
+                if (self.lengths + mask).max() >= self.max_length:
+                    self.max_length *= 2
+                self.lengths += mask
+
+        class Runner:
+            def __init__(self, device):
+                self.hyps = Hyps(4, device)
+                self.mask = torch.ones(4, device=device, dtype=torch.long)
+
+            def capture(self):
+                self.hyps.add(self.mask)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    self.hyps.add(self.mask)
+                return g
+        """
+    )
+    # Line 9 branches on a device tensor (TRC202); line 10 grows a host counter (TRC203);
+    # line 11 adds into a device buffer in place: device work, recorded, no TRC203.
+    assert codes(lint(source), "TRC202", "TRC203") == [(9, "TRC202"), (10, "TRC203")]

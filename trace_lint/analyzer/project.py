@@ -178,6 +178,9 @@ class ModuleInfo:
         # the first is the primary one, used in qualified names.
         self.names: tuple[str, ...] = (name,) if isinstance(name, str) else tuple(name)
         self.name = self.names[0]
+        # The name this module's own definitions are qualified by (the project sets another
+        # where two files claim `name`).
+        self.own_name = self.name
         self.display_path = display_path
         self.is_package = path.name in PACKAGE_FILES
         self._text = text
@@ -1048,6 +1051,13 @@ class Project:
         for module in modules:
             for name in module.names:
                 self.by_name.setdefault(name, []).append(module)
+        # Two files can claim one dotted name (the same relative path under two named
+        # folders): imports of it stay unresolved, but a module still names its own
+        # definitions, through a name no import can spell.
+        for index, module in enumerate(modules):
+            if len(self.by_name[module.name]) > 1:
+                module.own_name = f"{module.name}@{index}"
+                self.by_name[module.own_name] = [module]
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
         self._defs: Optional[dict[str, list[ModuleInfo]]] = None
@@ -1132,14 +1142,14 @@ class Project:
             if kind == "import":
                 return imported
             if kind == "def":
-                return f"{module.name}.{name}"
+                return f"{module.own_name}.{name}"
             if kind == "other":
                 return name if name in MODULE_STAND_INS else None
         else:  # libcst alone parsed the module: no outline of module-level bindings
             if name in module.imports:
                 return module.imports[name]
             if name in module.top_level:
-                return f"{module.name}.{name}"
+                return f"{module.own_name}.{name}"
             if name in module.globals:
                 return name if name in MODULE_STAND_INS else None
         if name in MODULE_STAND_INS or name in BUILTIN_NAMES:

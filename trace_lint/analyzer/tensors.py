@@ -51,6 +51,8 @@ class TensorFacts:
             return self.is_device_value(expr.expression)
         if isinstance(expr, cst.Subscript):
             return self.is_device_value(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return attribute_kind(self.function, expr, lambda method, value: "device" if TensorFacts(self.project, method, method.module).is_device_value(value) else None, "ttnn") == "device"
         return False
 
     def _name_is_device(self, name: cst.Name) -> bool:
@@ -93,6 +95,29 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return _names_in_target(target.value)
     return []
+
+
+def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str) -> Optional[str]:
+    """The kind of `self.attr` in a method from every value the class's methods assign to
+    it (all must agree; None: unknown). `kind_of(method, value)` judges one value."""
+    if function is None or function.cls is None or not function.params:
+        return None
+    receiver = expr.value
+    if not (isinstance(receiver, cst.Name) and receiver.value == function.params[0]):
+        return None
+    if any(b.kind != "param" for b in function.bindings.reaching(receiver.value, expr)):
+        return None
+    cls = function.cls
+    cache = cls.__dict__.setdefault("_attribute_kinds", {})
+    key = (framework, expr.attr.value)
+    if key in cache:
+        return cache[key]
+    cache[key] = None  # an attribute assigned from itself proves nothing
+    values = cls.attribute_values.get(expr.attr.value, [])
+    kinds = {kind_of(method, value) for method, value in values}
+    found = kinds.pop() if len(kinds) == 1 else None
+    cache[key] = found
+    return found
 
 
 class TorchFacts:
@@ -191,6 +216,8 @@ class TorchFacts:
         api = tables().torch
         if isinstance(expr, cst.Name):
             return self._names_known().get(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return attribute_kind(self.function, expr, self._stored_kind, "torch")
         if isinstance(expr, (cst.Subscript,)):
             return self._kind_of(expr.value)
         if isinstance(expr, cst.BinaryOperation):
@@ -227,6 +254,21 @@ class TorchFacts:
         if method in api.value_methods or method in api.boolean_methods:
             return self._kind_of(receiver)
         return None
+
+    def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
+        """The kind of a value a method stores on `self`: a creation given a device that is
+        not the host is taken for a device tensor (buffers are made for the device)."""
+        facts = TorchFacts(self.project, method, method.module)
+        kind = facts._kind_of(value)
+        if kind is None and isinstance(value, cst.Call):
+            name = facts.qualified(value.func)
+            api = tables().torch
+            if name in api.creators or name in api.like_creators:
+                _, keywords = call_arguments(value)
+                device = keywords.get("device")
+                if device is not None and not _is_none(device) and facts.device_kind(device) != "cpu":
+                    return "cuda"
+        return kind
 
     def _names_known(self) -> dict[str, str]:
         if self._names is not None:
