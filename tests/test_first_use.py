@@ -58,3 +58,38 @@ def test_a_local_is_none_test_is_no_cache(lint):
         """
     )
     assert codes(lint(source)) == [(7, "TRC102")]
+
+
+def test_code_that_never_runs_while_capturing_is_not_captured(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        def compiled_kernel(key, cache):
+            found = cache.get(key)
+            if found is not None:
+                return found
+            if torch.cuda.is_current_stream_capturing():
+                raise RuntimeError("warm up before capture")
+            started = torch.tensor([1.0]).item()
+            cache[key] = started
+            return started
+
+        def step(x, cache):
+            if not torch.cuda.is_current_stream_capturing():
+                print(x.sum().item())
+            else:
+                x.sum().item()
+            compiled_kernel(0, cache)
+            return x * 2
+
+        def capture(static_x, cache):
+            step(static_x, cache)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = step(static_x, cache)
+            return g, out
+        """
+    )
+    # Only the `else` of `if not capturing()` runs in the capture.
+    assert codes(lint(source)) == [(17, "TRC102")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
@@ -183,7 +183,11 @@ def _small_statements(body: cst.BaseSuite):
 
 
 def first_use_flags(
-    module: ModuleInfo, nodes: Sequence[cst.CSTNode], capture_anchors: Sequence[cst.CSTNode] = (), function: Optional[FunctionInfo] = None
+    module: ModuleInfo,
+    nodes: Sequence[cst.CSTNode],
+    capture_anchors: Sequence[cst.CSTNode] = (),
+    function: Optional[FunctionInfo] = None,
+    qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
@@ -200,12 +204,31 @@ def first_use_flags(
     flags: dict[int, bool] = {}
     parents = module.parents
     cache_ifs: dict[int, bool] = {}
+    # Code that never runs while a capture records: under `if not capturing():`, in the
+    # `else` of `if capturing():`, and after `if capturing(): raise` in the same block.
+    uncaptured: set[int] = set()
+    queries = _capture_queries()
+    for node in nodes:
+        if type(node) is cst.If and qualify is not None:
+            sense = _capture_test(node.test, qualify, queries)
+            if sense is False:
+                uncaptured.add(id(node.body))
+            elif sense is True:
+                if node.orelse is not None:
+                    uncaptured.add(id(node.orelse))
+                if node.orelse is None and _always_leaves(node.body):
+                    block = parents.get(id(node))
+                    siblings = list(getattr(block, "body", ()))
+                    if node in siblings:
+                        uncaptured.update(id(s) for s in siblings[siblings.index(node) + 1 :])
     for node in nodes:
         parent = parents.get(id(node))
         inherited = flags.get(id(parent), False) if parent is not None else False
         if type(parent) is cst.If and cache_ifs.get(id(parent)) and node is parent.orelse:
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
+        if id(node) in uncaptured:
+            inherited = True
         if type(node) is cst.If:
             cache_ifs[id(node)] = is_first_use_cache(node, module, function) and not holds_capture(node)
             flags[id(node)] = inherited or cache_ifs[id(node)]
@@ -214,11 +237,36 @@ def first_use_flags(
     return flags
 
 
+def _capture_queries() -> frozenset[str]:
+    api = tables()
+    return frozenset(getattr(api.ttnn, "capture_queries", ())) | frozenset(getattr(getattr(api, "torch", None), "capture_queries", ()))
+
+
+def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str]) -> Optional[bool]:
+    """True for `capturing()`, False for `not capturing()`, None for any other test."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _capture_test(test.expression, qualify, queries)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Call) and qualify(test.func) in queries:
+        return True
+    return None
+
+
+def _always_leaves(body: cst.BaseSuite) -> bool:
+    """The block ends in `raise` or `return` on every path (a plain last statement)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not statements:
+        return False
+    last = statements[-1]
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    return bool(smalls) and isinstance(smalls[-1], (cst.Raise, cst.Return))
+
+
 def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_call=None) -> None:
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module), function)
+    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module), function, context.qualified_name)
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
