@@ -38,7 +38,8 @@ def test_syntax_error_is_trc001_and_other_files_are_checked(tmp_path):
 
 
 def test_undecodable_bytes_and_nul_byte(tmp_path):
-    (tmp_path / "latin.py").write_bytes(b"import ttnn\n# caf\xe9\nttnn.begin_trace_capture(d)\n")
+    # In a string: CPython refuses it (in a comment it would not: see test_syntax_limits).
+    (tmp_path / "latin.py").write_bytes(b"import ttnn\nx = 'caf\xe9'\nttnn.begin_trace_capture(d)\n")
     (tmp_path / "nul.py").write_bytes(b"import ttnn\nx = 1\x00\nttnn.begin_trace_capture(d)\n")
     (tmp_path / "good.py").write_text(CAPTURE)
     result = run_cli("check", str(tmp_path), "--output-format", "json")

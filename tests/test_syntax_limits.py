@@ -276,3 +276,18 @@ def test_recursion_room_is_counted_across_nested_and_overlapping_users():
     release.set()
     thread.join(10)
     assert sys.getrecursionlimit() == before
+
+
+def test_bad_bytes_in_a_comment_are_valid_code_as_for_cpython(tmp_path):
+    """CPython 3.10 to 3.13 never decode comments; bytes that do not decode there are not
+    TRC001. In code they are."""
+    capture = CAPTURE.encode()
+    files = {
+        "comment_first_line.py": capture.replace(b"import ttnn\n", b"import ttnn  # caf\xc3\n", 1),
+        "comment_later.py": capture.replace(b"    return y\n", b"    return y  # \xff\xfe\n"),
+        "in_a_string.py": capture.replace(b"    return y\n", b"    return 'caf\xe9'\n"),
+    }
+    found, _ = _findings(tmp_path, files)
+    assert ("comment_first_line.py", 7, "TRC102") in found and ("comment_later.py", 7, "TRC102") in found
+    assert not any(key[2] == "TRC001" and key[0].startswith("comment") for key in found), found
+    assert "cannot decode as utf-8" in found[("in_a_string.py", 10, "TRC001")]

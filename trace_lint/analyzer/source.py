@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
 from dataclasses import dataclass
@@ -48,15 +49,35 @@ def decode(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        return SourceText("", f"invalid encoding declaration: {error.msg}", getattr(error, "lineno", 1) or 1)
+        if not _python_reads(data):
+            return SourceText("", f"invalid encoding declaration: {error.msg}", getattr(error, "lineno", 1) or 1)
+        encoding = "utf-8"  # bad bytes in a comment on the first two lines, no declaration
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        return SourceText("", f"cannot decode as {encoding}: {error.reason} (byte 0x{data[error.start]:02x})", line, column)
+        if _python_reads(data):
+            # CPython (3.10 to 3.13) never decodes comments: bad bytes there are valid code.
+            # Each bad sequence becomes U+FFFD; only what follows it on its line moves.
+            text = data.decode(encoding, errors="replace")
+        else:
+            line = data.count(b"\n", 0, error.start) + 1
+            column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+            return SourceText("", f"cannot decode as {encoding}: {error.reason} (byte 0x{data[error.start]:02x})", line, column)
     except LookupError:
         return SourceText("", f"unknown encoding {encoding!r}")
     if text.startswith("\ufeff"):
         text = text[1:]
     return SourceText(text)
+
+
+def _python_reads(data: bytes) -> bool:
+    """Whether CPython's own parser decodes these bytes (it refuses cleanly, never crashes):
+    only a decoding error counts here; other syntax errors are reported later."""
+    try:
+        ast.parse(data)
+    except SyntaxError as error:
+        message = (error.msg or "").lower()
+        return not any(word in message for word in ("unicode", "codec", "encod", "decod"))
+    except (ValueError, RecursionError, MemoryError):
+        return True
+    return True
