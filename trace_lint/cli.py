@@ -409,11 +409,11 @@ def run(args: List[str]) -> int:
         message = " ".join(error.format_message().split())
         typer.echo(f"trace-lint: error: {message}{hint}", err=True)
         return error.exit_code
-    except click_exceptions.Abort:
-        typer.echo("trace-lint: aborted", err=True)
-        return 1
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except getattr(click_exceptions, "Abort", KeyboardInterrupt):  # typer's vendored click has none
+        typer.echo("trace-lint: aborted", err=True)
+        return 1
     return code if isinstance(code, int) else 0
 
 
