@@ -362,3 +362,21 @@ def test_a_statement_after_the_begin_on_its_line_gets_no_fix(tmp_path: Path):
     path = _write(tmp_path, "model.py", source)
     [finding] = _json(path, "--select", "TRC401")
     assert finding["fix"] is None
+
+
+def test_no_fix_is_built_from_a_tree_whose_text_was_reduced(tmp_path: Path):
+    # An over-long expression is a placeholder in the parse text (syntax_limits): a fix
+    # generated from that tree would write the placeholder into the user's file.
+    chain = " + ".join(["x"] * 400)
+    source = (
+        "import ttnn\n\n\ndef capture(device, model, x):\n    model(x)\n"
+        "    tid = ttnn.begin_trace_capture(device, cq_id=0)\n"
+        f"    y = model(x)\n    z = {chain}\n"
+        "    ttnn.end_trace_capture(device, tid, cq_id=0)\n    return y, z\n"
+    )
+    path = _write(tmp_path, "model.py", source)
+    [finding] = _json(path, "--select", "TRC401")
+    assert finding["fix"] is None
+    before = path.read_text()
+    run_cli("check", str(path), "--select", "TRC401", "--fix", "--unsafe-fixes")
+    assert path.read_text() == before

@@ -181,6 +181,9 @@ class ModuleInfo:
         # The name this module's own definitions are qualified by (the project sets another
         # where two files claim `name`).
         self.own_name = self.name
+        # The parse text had over-long expressions replaced (syntax_limits): no fix is built
+        # from this module's tree.
+        self.text_reduced = False
         self.display_path = display_path
         self.is_package = path.name in PACKAGE_FILES
         self._text = text
@@ -237,6 +240,7 @@ class ModuleInfo:
             self.parse_error = checked.error
             return
         text, outline = checked.text, checked.tree
+        self.text_reduced = checked.reduced
         if outline is not None:
             self.outline = outline
             self._split(outline, text)

@@ -405,6 +405,9 @@ class Outline:
     tree: Optional[ast.Module]
     # (message, line, column): the file is unparsable (TRC001).
     error: Optional[tuple[str, int, int]] = None
+    # Some expression or elif chain was replaced in `text`: code generated from the tree
+    # there is not the user's (fixes must not be built from it).
+    reduced: bool = False
 
 
 def read(text: str) -> Outline:
@@ -427,7 +430,7 @@ def read(text: str) -> Outline:
         refusal = python_refusal(text)
         if refusal is not None:
             return Outline("", None, (refusal.message, refusal.line, refusal.column))
-    return Outline(prepared.text, tree)
+    return Outline(prepared.text, tree, reduced=prepared.reduced)
 
 
 _TOO_COMPLEX = "too complex for Python's parser: nested too deeply (its stack holds 6,000 levels)"

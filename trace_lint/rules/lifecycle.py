@@ -262,8 +262,8 @@ def _statement_line(module, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[cs
 def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
     """TRC401's fix for `region`, or None where it is not offered (see above)."""
     module, function = region.module, region.function
-    if region.end is None:
-        return None
+    if region.end is None or module.text_reduced:
+        return None  # no end to move, or a tree that is not the user's text everywhere
     begin_line = _statement_line(module, region.begin, function.node)
     end_line = _statement_line(module, region.end, function.node)
     if begin_line is None or end_line is None:
