@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 def findings_for(source: str, tmp_path: Path, select=("ALL",), name: str = "example.py", **settings):
     """Run the real engine on one in-memory file and return its findings."""
     path = tmp_path / name
-    result = check([path], Settings(select=tuple(select), root=tmp_path, **settings), sources={path: source})
+    # select=None: the default set of rules; a tuple: exactly those (empty: none).
+    result = check([path], Settings(select=None if select is None else tuple(select), root=tmp_path, **settings), sources={path: source})
     return result.findings
 
 

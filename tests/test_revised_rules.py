@@ -100,8 +100,8 @@ def capture(runner, static_in):
 
 
 def test_capture_contexts_is_what_makes_a_wrapper_a_region(lint):
-    assert [(f.location.row, f.code) for f in lint(WRAPPED_GRAPH, select=())] == []
-    found = lint(WRAPPED_GRAPH, select=(), capture_contexts=("device_module.graph",))
+    assert [(f.location.row, f.code) for f in lint(WRAPPED_GRAPH, select=None)] == []
+    found = lint(WRAPPED_GRAPH, select=None, capture_contexts=("device_module.graph",))
     assert [(f.location.row, f.code) for f in found] == [(7, "TRC102")]
 
 

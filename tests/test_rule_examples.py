@@ -37,5 +37,5 @@ def test_rule_example(rule, example, tmp_path):
 def test_use_instead_example_is_clean(rule, tmp_path):
     """The "Use instead" code that `trace-lint rule CODE` prints passes every default rule."""
     assert rule.VALID, rule.code
-    findings = findings_for(rule.VALID[0].source, tmp_path, select=())
+    findings = findings_for(rule.VALID[0].source, tmp_path, select=None)
     assert not findings, "\n".join(f"{f.location.row}: {f.code} {f.message}" for f in findings)

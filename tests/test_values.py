@@ -237,3 +237,33 @@ def test_an_attribute_every_method_fills_with_a_device_tensor_is_a_device_value(
     # Line 9 branches on a device tensor (TRC202); line 10 grows a host counter (TRC203);
     # line 11 adds into a device buffer in place: device work, recorded, no TRC203.
     assert codes(lint(source), "TRC202", "TRC203") == [(9, "TRC202"), (10, "TRC203")]
+
+
+def test_attributes_set_while_constructing_an_object_in_captured_code_are_capture_time(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        class Tapes:
+            def __init__(self, tapes):
+                self.tapes = tapes
+                self.count = 0
+
+        class Runner:
+            def step(self, x):
+                kept = Tapes([x])
+                self.calls += 1
+                return ttnn.relu(kept.tapes[0])
+
+            def capture(self, device, x):
+                self.step(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = self.step(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+        """
+    )
+    # `Tapes.__init__` runs in the capture but sets up a new object; `self.calls` is state.
+    assert codes(lint(source), "TRC203") == [(11, "TRC203")]

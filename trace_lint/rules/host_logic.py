@@ -284,6 +284,9 @@ class BranchOnDeviceValue(_HostLogicRule):
         self._check(node, node.test)
 
 
+_CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__"})
+
+
 class HostSideEffect(_HostLogicRule):
     """
     ## What it does
@@ -450,7 +453,9 @@ class HostSideEffect(_HostLogicRule):
         while scope is not None:
             if name in local_names(scope):
                 if _receiver(scope) == name:
-                    return "self"
+                    # The object an `__init__` (or `__post_init__`, `__new__`) initialises is
+                    # made during the capture: a capture-time object, not state that outlives it.
+                    return None if scope.name in _CONSTRUCTION else "self"
                 return None if scope is function else "closure"
             scope = scope.parent
         module = self.context.module

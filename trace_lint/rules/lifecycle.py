@@ -1148,7 +1148,11 @@ class DeviceReach:
         """The project function a call runs, and whether its first parameter is bound."""
         target = self.resolver.resolve(call, function)
         if target is not None:
-            bound = target.cls is not None and isinstance(call.func, cst.Attribute) and not _is_static(target)
+            func = call.func
+            called_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            if target.name == "__init__" and called_name != "__init__":
+                return target, True  # a construction: `self` is the new instance
+            bound = target.cls is not None and isinstance(func, cst.Attribute) and not _is_static(target)
             return target, bound
         name = self.project.qualified_name(call.func, function.module, function)
         definition = self.project.lookup(name) if name else None
