@@ -790,10 +790,9 @@ class _Collector:
                 mapping[local] = f"{base}.{name}" if base else name
         if self.function_stack:
             self.function_stack[-1].imports.update(mapping)
-        else:
+        elif not self.enclosing:  # a class body's imports are the class's own
             self.module.imports.update(mapping)
-            if not self.enclosing:
-                self.module.globals.update(mapping)
+            self.module.globals.update(mapping)
 
     def _top_level_name(self, name: str) -> None:
         """Entering a definition at module scope: does this chunk own the name?"""
