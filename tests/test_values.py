@@ -267,3 +267,33 @@ def test_attributes_set_while_constructing_an_object_in_captured_code_are_captur
     )
     # `Tapes.__init__` runs in the capture but sets up a new object; `self.calls` is state.
     assert codes(lint(source), "TRC203") == [(11, "TRC203")]
+
+
+def test_writing_into_an_attribute_that_holds_a_device_tensor_is_device_work(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        class Hyps:
+            def __init__(self, n, device):
+                self.transcript = torch.zeros((n, 8), device=device, dtype=torch.long)
+                self.labels_seen = []
+
+            def add(self, rows, cols, labels):
+                self.transcript[rows, cols] = labels
+                self.labels_seen.append(labels)
+
+        class Runner:
+            def __init__(self, device):
+                self.hyps = Hyps(4, device)
+
+            def capture(self, rows, cols, labels):
+                self.hyps.add(rows, cols, labels)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    self.hyps.add(rows, cols, labels)
+                return g
+        """
+    )
+    # Line 9 writes into a device buffer (recorded); line 10 grows a host list.
+    assert codes(lint(source), "TRC203") == [(10, "TRC203")]

@@ -545,6 +545,8 @@ class HostSideEffect(_HostLogicRule):
         if self._device_work_output(node.value):
             return
         for target in node.targets:
+            if isinstance(target.target, cst.Subscript) and self.context.is_device_value(target.target.value):
+                continue  # writing into a device tensor (`buf[i] = v`) is device work
             what = self._shared_target(target.target)
             if what:
                 self._report_statement(node, what)
