@@ -58,16 +58,16 @@ def _merge(states: Iterable[State]) -> State:
     return merged
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
+def target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
         out: list[str] = []
         for element in target.elements:
-            out.extend(_target_names(element.value))
+            out.extend(target_names(element.value))
         return out
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []
 
 
@@ -238,17 +238,17 @@ class ScopeBindings:
         if kind is cst.Assign:
             for target in node.targets:
                 plain = isinstance(target.target, cst.Name)
-                for name in _target_names(target.target):
+                for name in target_names(target.target):
                     found.append(self._binding(name, "assign", node, node.value if plain else None))
         elif kind is cst.AnnAssign:
             if node.value is not None:
-                for name in _target_names(node.target):
+                for name in target_names(node.target):
                     found.append(self._binding(name, "annassign", node, node.value if isinstance(node.target, cst.Name) else None))
         elif kind is cst.AugAssign:
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 found.append(self._binding(name, "augassign", node))
         elif kind is cst.Del:
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 found.append(self._binding(name, "del", node))
         elif kind is cst.Import:
             for alias in node.names:
@@ -290,7 +290,7 @@ class ScopeBindings:
             return _merge([body, other])
         if kind is cst.For:
             plain = isinstance(node.target, cst.Name)
-            found = [self._binding(name, "loop", node, node.iter if plain else None) for name in _target_names(node.target)]
+            found = [self._binding(name, "loop", node, node.iter if plain else None) for name in target_names(node.target)]
             return self._loop(node, self._walrus(node.iter, state), found, None)
         if kind is cst.While:
             return self._loop(node, self._walrus(node.test, state), [], node.test)
@@ -300,7 +300,7 @@ class ScopeBindings:
                 state = self._walrus(item.item, state)
                 if item.asname is not None:
                     plain = isinstance(item.asname.name, cst.Name)
-                    for name in _target_names(item.asname.name):
+                    for name in target_names(item.asname.name):
                         found.append(self._binding(name, "with", node, item.item if plain else None))
             return self._block(node.body, self._bind(state, found))
         if kind is cst.Try or kind is getattr(cst, "TryStar", None):

@@ -11,6 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from ..api_tables import tables
+from .bindings import target_names as _names_in_target
 from .project import FunctionInfo, Project
 from .regions import call_arguments, iter_body_nodes
 
@@ -82,19 +83,6 @@ class TensorFacts:
 
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
-
-
-def _names_in_target(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out: list[str] = []
-        for element in target.elements:
-            out.extend(_names_in_target(element.value))
-        return out
-    if isinstance(target, cst.StarredElement):
-        return _names_in_target(target.value)
-    return []
 
 
 def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str) -> Optional[str]:
