@@ -10,17 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .cli_helpers import REPO, run_cli
+from .cli_helpers import CHAIN_HELPERS as HELPERS, REPO, run_cli
 
-HELPERS = textwrap.dedent(
-    """\
-    import ttnn
-
-
-    def step(x):
-        return ttnn.to_torch(x)
-    """
-)
 # Two captures, each calling `step` (lines 7 and 15), and a host read lexically inside the first.
 MAIN = textwrap.dedent(
     """\

@@ -9,7 +9,6 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
 
 from trace_lint.analyzer.findings import Finding, Location, Related
 from trace_lint.checker import check

@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
-import pytest
 
 from trace_lint.analyzer.calls import CallResolver
 from trace_lint.analyzer.module_names import module_names, source_roots
@@ -255,7 +254,6 @@ def test_local_callable_bound_on_several_branches_follows_each(tmp_path):
                 step = functools.partial(c, k=1)
             step(x)
     """})
-    fn = function(project, "m.py", "run")
     found = targets(project, "m.py", "run", "step(x)")
     assert "m.c" in found and "m.run.<locals>.step" in found and "m.run.<locals>.<lambda>" in found
     assert len(found) == 3

@@ -11,17 +11,8 @@ from pathlib import Path
 
 from trace_lint.checker import project_root
 
-from .cli_helpers import run_cli
+from .cli_helpers import CHAIN_HELPERS as HELPERS, run_cli
 
-HELPERS = textwrap.dedent(
-    """\
-    import ttnn
-
-
-    def step(x):
-        return ttnn.to_torch(x)
-    """
-)
 MAIN = textwrap.dedent(
     """\
     import ttnn

@@ -13,7 +13,6 @@ import libcst as cst
 
 from ..api_tables import tables
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
-from .regions import iter_body_nodes
 from .syntax_walk import children
 
 @dataclass(frozen=True)

@@ -11,14 +11,14 @@ from ..analyzer.cuda_graphs import is_graph_end
 from ..analyzer.capture_helpers import callee_name
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
-from ..analyzer.regions import Region, call_arguments, iter_body_nodes, path_to
+from ..analyzer.regions import Region, call_arguments, iter_body_nodes
 from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..analyzer.calls import Target
 from ..analyzer.effects import Effects, same_work
 from ..analyzer.tensors import TensorFacts
 from ..analyzer.values import assigned_value, input_names
-from .allocation import region_accesses, released_before
+from .allocation import released_before
 from ..analyzer.findings import Fix
 from ..fixes import source_of, statements_replacement
 from .base import Invalid, Rule, Valid
@@ -766,7 +766,6 @@ class MissingWarmUp(Rule):
         """The same work runs in the function outside the capture (before `before`, when
         given: the site in a caller), directly or frames down."""
         seen: set = set()
-        module = function.module
         for node in iter_body_nodes(function):
             if not isinstance(node, cst.Call) or node is call or node is before:
                 continue
