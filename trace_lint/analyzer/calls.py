@@ -109,10 +109,6 @@ class CallResolver:
                         out.append(found)
         return out
 
-    def element_class(self, container: cst.BaseExpression, function: FunctionInfo) -> Optional[ClassInfo]:
-        found = self.element_classes(container, function, None)
-        return found[0] if len(found) == 1 else None
-
     # -- values ----------------------------------------------------------------------------
     def value_classes(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
         """The project classes of the instances an expression can evaluate to (empty:

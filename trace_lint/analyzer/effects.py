@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..api_tables import tables
 from .calls import CallResolver, Target
 from .project import FunctionInfo
 
@@ -50,23 +51,16 @@ class Effects:
         parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
         func = call.func
         if isinstance(func, cst.Name):
-            return self.project.qualified_name(func, function.module, function) is None and func.value not in _NOT_USER
+            return self.project.qualified_name(func, function.module, function) is None and func.value not in tables().python.not_user_callables
         if isinstance(func, cst.Attribute):
             root: cst.BaseExpression = func
             while isinstance(root, cst.Attribute):
                 root = root.value
             receiver = function.params[0] if function.cls is not None and function.params else None
-            return isinstance(root, cst.Name) and root.value == receiver and func.attr.value not in _HOST_METHODS
+            python = tables().python
+            host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
+            return isinstance(root, cst.Name) and root.value == receiver and not host
         return isinstance(func, cst.Subscript)
-
-
-# Builtins and common host names that are never user callables.
-_NOT_USER = frozenset({"print", "len", "range", "isinstance", "getattr", "setattr", "hasattr", "super", "type"})
-# Container and logging methods on attributes of self: host bookkeeping.
-_HOST_METHODS = frozenset({
-    "append", "extend", "insert", "update", "setdefault", "pop", "clear", "add", "remove",
-    "discard", "get", "items", "keys", "values", "info", "debug", "warning", "error", "copy_",
-})
 
 
 def _calls(function: FunctionInfo) -> list[cst.Call]:

@@ -91,7 +91,7 @@ def trace_escapes(region: Region) -> bool:
                 positional, keywords = call_arguments(node)
                 if any(module.normalized(a) == tid for a in (*positional, *keywords.values())):
                     escapes = True
-            elif isinstance(node, (cst.Yield, cst.Dict, cst.List, cst.Tuple)) and not isinstance(node, cst.Tuple):
+            elif isinstance(node, (cst.Yield, cst.Dict, cst.List)):
                 if any(isinstance(e, cst.Name) and e.value == tid for e in _elements(node)):
                     escapes = True
             if escapes:
@@ -113,12 +113,13 @@ def executable_after(region: Region, node: cst.CSTNode, executed_after) -> bool:
     the function (in the text, or a loop holding both), or the trace id escapes."""
     module = region.module
     for execute in region.execute_calls:
-        if module.start(execute) >= region.stop and _same_trace(region, execute) and executed_after(region, node, execute):
+        if module.start(execute) >= region.stop and same_trace(region, execute) and executed_after(region, node, execute):
             return True
     return trace_escapes(region)
 
 
-def _same_trace(region: Region, execute: cst.Call) -> bool:
+def same_trace(region: Region, execute: cst.Call) -> bool:
+    """The execute call runs this region's trace (or cannot be told apart)."""
     if region.trace_id is None:
         return True
     positional, keywords = call_arguments(execute)

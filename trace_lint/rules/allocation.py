@@ -289,14 +289,15 @@ def reallocations(region: Region, project) -> set[int]:
             if access.kind == "read":
                 break  # read again before anything new is bound to it
             value = assigned_value(access.statement)
-            if isinstance(value, cst.Call) and _allocates(project, value, region):
+            if isinstance(value, cst.Call) and allocates(project, value, region):
                 found.update((id(free), id(value)))
             break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
 
 
-def _allocates(project, call: cst.Call, region: Region) -> bool:
+def allocates(project, call: cst.Call, region: Region) -> bool:
+    """A device allocation: an allocator, or a creator given a device."""
     api = tables().ttnn
     name = project.qualified_name(call.func, region.module, region.function)
     if name is None:

@@ -17,8 +17,8 @@ from ._common import has_star_kwargs, is_none, keyword
 from ..analyzer.calls import Target
 from ..analyzer.effects import Effects, same_work
 from ..analyzer.tensors import TensorFacts
-from ..analyzer.values import assigned_value, input_names
-from .allocation import released_before
+from ..analyzer.values import assigned_value, input_names, same_trace
+from .allocation import allocates, released_before
 from ..analyzer.findings import Fix
 from ..fixes import source_of, statements_replacement
 from .base import Invalid, Rule, Valid
@@ -382,7 +382,7 @@ def _find_stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, s
     inputs = input_names(region)
     if not inputs:
         return []
-    executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
+    executes = [e for e in region.execute_calls if module.start(e) >= region.stop and same_trace(region, e)]
     if not executes:
         return []
     facts = TensorFacts(project, region.function, module)
@@ -421,14 +421,6 @@ def _may_be_tensor(value: cst.BaseExpression, facts: TensorFacts, project, regio
         if name is not None and "." not in name:
             return False  # a builtin: int(...), len(...), list(...)
     return True
-
-
-def _same_trace(region: Region, execute: cst.Call) -> bool:
-    if region.trace_id is None:
-        return True
-    positional, keywords = call_arguments(execute)
-    argument = keywords.get("trace_id", positional[1] if len(positional) > 1 else None)
-    return argument is None or region.module.normalized(argument) == region.trace_id
 
 
 def _executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
@@ -1374,18 +1366,6 @@ class AllocationAcrossReplay(Rule):
         ),
     ]
 
-    def _allocates(self, call: cst.Call, region: Region) -> bool:
-        api = self.analysis.tables.ttnn
-        name = self.analysis.project.qualified_name(call.func, region.module, region.function)
-        if name is None:
-            return False
-        if name in api.device_allocators:
-            return True
-        if name in api.creators or name in api.host_to_device_if_device_kwarg:
-            device = keyword(call, "device")
-            return device is not None and not is_none(device)
-        return False
-
     def _frees(self, region: Region, name: str) -> list[cst.Call]:
         """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function."""
         api = self.analysis.tables.ttnn
@@ -1417,12 +1397,12 @@ class AllocationAcrossReplay(Rule):
 
     def check_region(self, region: Region) -> None:
         module = region.module
-        executes = [e for e in region.execute_calls if module.start(e) >= region.stop and _same_trace(region, e)]
+        executes = [e for e in region.execute_calls if module.start(e) >= region.stop and same_trace(region, e)]
         if not executes:
             return
         stale = {id(statement) for statement, _ in _stale_rebindings(region, self.analysis.project)}
         for node in iter_body_nodes(region.function):
-            if not isinstance(node, cst.Call) or module.start(node) < region.stop or not self._allocates(node, region):
+            if not isinstance(node, cst.Call) or module.start(node) < region.stop or not allocates(self.analysis.project, node, region):
                 continue
             if released_before(region, node):
                 continue
