@@ -48,6 +48,31 @@ def test_an_or_test_whose_first_operand_is_the_cache_test(lint):
     assert codes(lint(source)) == []
 
 
+def test_a_local_alias_of_the_cached_attribute(lint):
+    # The local is read from the attribute, and the block fills the attribute (tt-bio's shape).
+    source = layer(
+        """\
+        ones = getattr(self, "_ones", None)
+        if ones is None or int(ones.shape[-1]) != x.shape[-1]:
+            ones = self._ones = ttnn.from_torch(x, device=x.device())
+        return ttnn.add(x, ones)
+        """
+    )
+    assert codes(lint(source)) == []
+
+
+def test_a_local_alias_whose_block_fills_only_the_local_is_no_cache(lint):
+    source = layer(
+        """\
+        ones = getattr(self, "_ones", None)
+        if ones is None:
+            ones = ttnn.from_torch(x, device=x.device())
+        return ttnn.add(x, ones)
+        """
+    )
+    assert codes(lint(source)) == [(7, "TRC101"), (7, "TRC301")]
+
+
 def test_a_local_is_none_test_is_no_cache(lint):
     source = layer(
         """\

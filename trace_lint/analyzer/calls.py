@@ -38,6 +38,7 @@ class CallResolver:
         self._resolved: dict[tuple[int, int, int], tuple[Target, ...]] = {}
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
+        self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -282,6 +283,70 @@ class CallResolver:
             return self.resolve_all(cst.Call(func=expr), function, self_class, depth + 1)
         return []
 
+    # -- call sites ------------------------------------------------------------------------
+    def spelled_calls(self, function: FunctionInfo) -> list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+        """Calls in the project written so that they can run `function` (the caller: None at
+        module level): by its name, or for an `__init__` by its class's name (constructions)
+        or `__init__` itself (`super().__init__()`). Only a call so spelled can reach it; each
+        user still resolves the call. A dunder's explicit calls (`super().__call__()`) sit in
+        subclasses, which name the class: modules that do not are not read (a grand-subclass
+        in a module that never names the class is missed)."""
+        key = id(function)
+        found = self._spelled.get(key)
+        if found is not None:
+            return found
+        name = function.name
+        owner = function.cls
+        dunder = owner is not None and name.startswith("__") and name.endswith("__")
+        spellings = {name}
+        if dunder and name == "__init__":
+            spellings.add(owner.name)
+        modules: dict[int, ModuleInfo] = {}
+        for spelling in spellings:
+            for module in self.project.modules_calling(spelling):
+                modules.setdefault(id(module), module)
+        if dunder:
+            token = owner.name.encode()
+            modules = {k: m for k, m in modules.items() if token in self.project.raw_bytes(m)}
+        found = []
+        for module in modules.values():
+            for call, caller in module.iter_calls(tuple(sorted(spellings))):
+                if callee_name(call) in spellings:
+                    found.append((call, caller, module))
+        self._spelled[key] = found
+        return found
+
+    def arguments(self, call: cst.Call, caller: FunctionInfo, target: FunctionInfo) -> tuple[Optional[str], dict[str, cst.BaseExpression]]:
+        """How a call fills the target's parameters: the parameter the receiver or new
+        instance fills (None when the call fills the first parameter itself: a function, a
+        static method, `Base.__init__(self)`), and the explicit arguments by parameter. What
+        `*args` / `**kwargs` fill is not known, nor are positions after a `*args`."""
+        parameters = target.node.params
+        positional = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
+        receiver: Optional[str] = None
+        if target.cls is not None and positional and not has_decorator(target, "staticmethod"):
+            func = call.func
+            explicit = isinstance(func, cst.Attribute) and not (
+                isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+            ) and self.class_of(func.value, caller.module, caller) is not None
+            if not explicit or has_decorator(target, "classmethod"):
+                receiver = positional[0]
+                positional = positional[1:]
+        mapping: dict[str, cst.BaseExpression] = {}
+        index = 0
+        for argument in call.args:
+            if argument.star == "*":
+                break
+            if argument.star or argument.keyword is not None:
+                continue
+            if index < len(positional):
+                mapping[positional[index]] = argument.value
+            index += 1
+        for argument in call.args:
+            if argument.keyword is not None:
+                mapping[argument.keyword.value] = argument.value
+        return receiver, mapping
+
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
         """The one function a call runs, or None (unknown, or several)."""
@@ -398,6 +463,21 @@ class CallResolver:
             init = self.method(definition, "__init__")
             return [Target(init, definition)] if init is not None else []
         return []
+
+
+def has_decorator(function: FunctionInfo, name: str) -> bool:
+    """Decorated with a bare `@name` (`staticmethod`, `classmethod`)."""
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in getattr(function.node, "decorators", ()))
+
+
+def callee_name(call: cst.Call) -> Optional[str]:
+    """The name a call is spelled with: `f` in `f()` and `a.f()`."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
 
 
 def _unique(targets: list[Target]) -> list[Target]:

@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from .calls import CallResolver
+from .calls import CallResolver, callee_name
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import Region, call_arguments
 
@@ -25,6 +25,8 @@ class Helper:
     cls: Optional[ClassInfo] = None
     capturing_methods: list[FunctionInfo] = field(default_factory=list)
     stored: set[str] = field(default_factory=set)
+    # Helpers this one hands its callable on to (it captures through them).
+    forwards_to: list["Helper"] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -78,7 +80,13 @@ class CaptureHelpers:
             parameters = set(function.params) - _rebound(function)
             for node in function.nodes:
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in parameters and region.contains(node):
-                    self._helper_for(function).params.add(node.func.value)
+                    helper = self._helper_for(function)
+                    helper.params.add(node.func.value)
+                    if function.cls is not None and function.name == "__init__":
+                        # Each construction of the class is a call of the helper.
+                        helper.cls, helper.name = function.cls, function.cls.name
+                        if function not in helper.capturing_methods:
+                            helper.capturing_methods.append(function)
             self._class_helper(region)
         for name in self.configured:
             definition = self.project.lookup(name)
@@ -133,14 +141,11 @@ class CaptureHelpers:
         if helper.cls is not None:
             yield from self._constructions(helper.cls)
             return
-        for module in self.project.modules_calling(function.name):
-            for call, caller in module.iter_calls((function.name,)):
-                if callee_name(call) != function.name:
-                    continue  # only a call spelled with the helper's name can reach it
-                if caller is not None and caller is not function and self.resolver.resolve(call, caller) is function:
-                    yield call, caller, module
-                elif caller is None and self.resolver.callable_target(call.func, None, module) is function:
-                    yield call, caller, module
+        for call, caller, module in self.resolver.spelled_calls(function):
+            if caller is not None and caller is not function and self.resolver.resolve(call, caller) is function:
+                yield call, caller, module
+            elif caller is None and self.resolver.callable_target(call.func, None, module) is function:
+                yield call, caller, module
 
     def _constructions(self, cls: ClassInfo) -> Iterable[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
         for module in self.project.modules_calling(cls.name):
@@ -164,6 +169,8 @@ class CaptureHelpers:
                     for argument in _parameter_arguments(helper, call):
                         if isinstance(argument, cst.Name) and argument.value in parameters:
                             outer = self._helper_for(caller)
+                            if helper not in outer.forwards_to:
+                                outer.forwards_to.append(helper)
                             if argument.value not in outer.params:
                                 outer.params.add(argument.value)
                                 changed = True
@@ -238,38 +245,28 @@ def contextmanager_regions(project: Project, resolver: CallResolver, regions: It
             helpers[id(definition)] = (definition, "declared")
     found: list[Region] = []
     for helper, kind in helpers.values():
-        for module in project.modules_calling(helper.name):
-            for call, caller in module.iter_calls((helper.name,)):
-                if caller is None or callee_name(call) != helper.name:
-                    continue
-                item = module.parent(call)
-                statement = module.parent(item) if isinstance(item, cst.WithItem) else None
-                if not isinstance(statement, cst.With) or item.item is not call:
-                    continue
-                if resolver.resolve(call, caller) is not helper:
-                    continue
-                found.append(
-                    Region(
-                        kind=kind,
-                        function=caller,
-                        begin=call,
-                        begin_statement=statement,
-                        end=None,  # a `with` always closes
-                        trace_id=None,
-                        start=module.start(statement.body),
-                        stop=module.end(statement.body),
-                    )
+        for call, caller, module in resolver.spelled_calls(helper):
+            if caller is None:
+                continue
+            item = module.parent(call)
+            statement = module.parent(item) if isinstance(item, cst.WithItem) else None
+            if not isinstance(statement, cst.With) or item.item is not call:
+                continue
+            if resolver.resolve(call, caller) is not helper:
+                continue
+            found.append(
+                Region(
+                    kind=kind,
+                    function=caller,
+                    begin=call,
+                    begin_statement=statement,
+                    end=None,  # a `with` always closes
+                    trace_id=None,
+                    start=module.start(statement.body),
+                    stop=module.end(statement.body),
                 )
+            )
     return found
-
-
-def callee_name(call: cst.Call) -> Optional[str]:
-    func = call.func
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
 
 
 def _rebound(function: FunctionInfo) -> set[str]:

@@ -1,5 +1,9 @@
 """Effect summaries of functions that rules ask about instead of walking bodies themselves.
 
+`reads_value(function, parameter)`: the function uses the parameter beyond host metadata
+(`t.shape`, `t.dtype`, `t.memory_config()`, `len(t)`, `isinstance(t, ...)`, `t is None`): a
+project predicate given a tensor reads its value only if its body does.
+
 `reaches_device_work`: the function (or a function it calls, transitively, as resolved)
 calls a ttnn or torch op, or calls a callable the analysis cannot see (a parameter, a local,
 an attribute of `self`: user code that may launch device work). Host helpers (logging,
@@ -7,6 +11,8 @@ bookkeeping) reach none.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -24,6 +30,18 @@ class Effects:
         self.resolver = resolver
         self.project = resolver.project
         self._device: dict[tuple[int, int], bool] = {}
+        self._reads: dict[tuple[int, str], bool] = {}
+
+    def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
+        key = (id(function), parameter)
+        found = self._reads.get(key)
+        if found is None:
+            found = self._reads[key] = any(
+                self._value_use(function, node) for node in function.nodes if type(node) is cst.Name and node.value == parameter
+            ) or any(
+                isinstance(node, (cst.FunctionDef, cst.Lambda)) and _mentions(function.module.code(node), parameter) for node in function.nodes
+            )
+        return found
 
     def reaches_device_work(self, target: Target, depth: int = 0) -> bool:
         key = (id(target.function), id(target.self_class))
@@ -46,6 +64,26 @@ class Effects:
             return any(self.reaches_device_work(t, depth + 1) for t in targets)
         return self.unseen_user_callable(call, function)
 
+    def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
+        """A use of the name's value, not only of its host metadata."""
+        parent = function.module.parent(name)
+        table = tables()
+        if isinstance(parent, cst.Param) or (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is name):
+            return False  # a binding, not a use
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            attribute = parent.attr.value
+            return not (attribute in table.tensor.metadata_attributes or attribute in table.host_metadata.attributes or attribute in table.host_metadata.methods)
+        if isinstance(parent, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+            return False  # `t is None`
+        if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Is, cst.IsNot)):
+            return False  # `None is t`
+        if isinstance(parent, cst.Arg):
+            call = function.module.parent(parent)
+            if isinstance(call, cst.Call):
+                if self.project.qualified_name(call.func, function.module, function) in table.tensor.metadata_functions:
+                    return False
+        return True
+
     def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call of something the analysis cannot see into that is user code: a local or
         parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
@@ -61,6 +99,10 @@ class Effects:
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
             return isinstance(root, cst.Name) and root.value == receiver and not host
         return isinstance(func, cst.Subscript)
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
 def _calls(function: FunctionInfo) -> list[cst.Call]:

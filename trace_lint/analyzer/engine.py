@@ -15,6 +15,8 @@ import libcst as cst
 from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
+from .effects import Effects
+from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
@@ -85,6 +87,11 @@ class RuleContext:
             self._torch = self.engine.torch_facts(self.module, self.function)
         return self._torch
 
+    def capture_time_parameters(self, function: Optional[FunctionInfo]) -> frozenset[str]:
+        """Parameters of a captured function that hold, on every call reaching it, an object
+        made during the capture (`self` of `ch.add()` after `ch = Chains()`)."""
+        return self.engine.origins.parameters(function)
+
     def is_device_value(self, expr: cst.BaseExpression) -> bool:
         if self.tensors.is_device_value(expr):
             return True
@@ -117,10 +124,15 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn):
         container = test.comparisons[0].comparator
         wanted = f"{_state_key(container, module)}[{module.normalized(test.left)}]"
+    aliased: set[str] = set()
     if key is not None:
         wanted = _state_key(key, module)
         if not _outlives_the_call(key, function):
-            return False
+            # `w = getattr(self, "w", None)` then `if w is None: w = self.w = ...`: the
+            # local is an alias of the state it was read from.
+            aliased = _aliased_state(key, node, module, function)
+            if not aliased:
+                return False
     elif container is not None and not _outlives_the_call(container, function):
         return False
     if wanted is None:
@@ -132,9 +144,24 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
         elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
             targets = [statement.target]
         for target in targets:
-            if _state_key(target, module) == wanted:
+            found = _state_key(target, module)
+            if (found == wanted and not aliased) or found in aliased:
                 return True
     return False
+
+
+def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[str]:
+    """The state a local was read from, when every binding of it reaching `at` reads an
+    attribute, `getattr(...)` or global (empty otherwise)."""
+    if not isinstance(name, cst.Name) or function is None:
+        return set()
+    found: set[str] = set()
+    for binding in function.bindings.reaching(name.value, at):
+        value = binding.value
+        if binding.kind != "assign" or value is None or isinstance(value, cst.Subscript) or not _outlives_the_call(value, function):
+            return set()
+        found.add(_state_key(value, module))
+    return found
 
 
 def _getattr_target(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, str]]:
@@ -292,6 +319,10 @@ class Engine:
         self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
         self.reach: dict[FunctionInfo, Reach] = {}
+        # Which parameters of captured functions hold objects the capture made.
+        self.origins = CaptureTimeObjects(self.resolver)
+        # What functions do, summarised once for every rule.
+        self.effects = Effects(self.resolver)
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._tensor_facts: dict[tuple[int, int], TensorFacts] = {}
@@ -475,6 +506,7 @@ class Engine:
             )
             self.roots.append(root)
             region.root_id = len(self.roots) - 1  # type: ignore[attr-defined]
+            self.origins.add_framing(region.function)
         self._collect_helper_sites()
         declared_names = set(self.settings.captured_functions)
         declared_decorators = set(self.settings.captured_decorators) | {"trace_lint.captured"}
@@ -505,6 +537,7 @@ class Engine:
                 root = Root(Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
+                self.origins.add_root(function)
         self._collect_graphed_callables(candidates)
 
     def _decorator_name(self, decorator: cst.Decorator, module: ModuleInfo, scope: Optional[FunctionInfo]) -> Optional[str]:
@@ -533,6 +566,9 @@ class Engine:
             kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
             self.roots.append(Root(related, kind=kind))
             self._pending.append((site.target, len(self.roots) - 1, [related]))
+            self.origins.add_root(site.target)
+            if site.caller is not None:
+                self.origins.add_framing(site.caller)
 
     def _collect_graphed_callables(self, candidates: Iterable[ModuleInfo]) -> None:
         """Functions given to `torch.cuda.make_graphed_callables`: captured work, not a region."""
@@ -545,6 +581,7 @@ class Engine:
                 related = Related(module.display_path, Location(start.line, start.column + 1), f"`{target.qualname}` is captured into a CUDA graph here")
                 self.roots.append(Root(related, kind="cuda-graph-callable"))
                 self._pending.append((target, len(self.roots) - 1, [related]))
+                self.origins.add_root(target)
 
     def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related], self_class=None) -> None:
         reach = self.reach.setdefault(function, Reach())
@@ -554,6 +591,7 @@ class Engine:
 
     def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None) -> None:
         for target in self.resolver.resolve_all(call, caller, self_class):
+            self.origins.add_edge(caller, call, target)
             start = caller.module.range(call).start
             step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.function.qualname}`")
             self._add_reach(target.function, root_id, [*chain, step], target.self_class)

@@ -81,12 +81,42 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
             # A method of a device tensor (`t.sum()`) computes on its value.
             if isinstance(node.func, cst.Attribute) and context.is_device_value(node.func.value):
                 return node
+            reads = project_call_reads(context, node)
+            if reads is not None:
+                if reads:
+                    return node
+                # A project function that only inspects its tensors' metadata: what the
+                # other arguments compute still counts.
+                stack.extend(reversed([a.value for a in node.args if not context.is_device_value(a.value)]))
+                continue
         elif isinstance(node, cst.Name) and context.is_device_value(node):
             return node
         elif isinstance(node, cst.Subscript) and context.is_device_value(node.value):
             return node
         stack.extend(reversed(children(node)))
     return None
+
+
+def project_call_reads(context: RuleContext, call: cst.Call) -> Optional[bool]:
+    """For a call of project functions given device tensors (`self._fits(x, L)`): whether one
+    of them uses a tensor argument's value, not only its host metadata. None: not such a
+    call (unresolved, or no device tensor among the arguments)."""
+    function = context.function
+    if function is None:
+        return None
+    engine = context.engine
+    targets = engine.resolver.resolve_all(call, function)
+    if not targets:
+        return None
+    given = [a.value for a in call.args if context.is_device_value(a.value)]
+    if not given or any(a.star for a in call.args if context.is_device_value(a.value)):
+        return None
+    for target in targets:
+        _, arguments = engine.resolver.arguments(call, function, target.function)
+        received = {name for name, value in arguments.items() if any(value is g for g in given)}
+        if len(received) < len(given) or any(engine.effects.reads_value(target.function, name) for name in received):
+            return True
+    return False
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:

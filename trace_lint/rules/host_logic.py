@@ -305,8 +305,12 @@ class HostSideEffect(_HostLogicRule):
     (`state.steps += 1` on a parameter) accumulates across calls and is reported too.
 
     Not reported: attributes of objects made at capture time (`p = Params(); p.handle = h`,
-    a parameter's `batch.x = x`), and storing what device work produced
-    (`self.output = self.model(self.input)`: an output handle, refilled by each replay).
+    a parameter's `batch.x = x`), including the `self` of their methods on every call that
+    reaches them (`ch = Chains(); ch.add(x)`, or an object the framing code made before
+    the region and handed down); storing what device work produced
+    (`self.output = self.model(self.input)`: an output handle, refilled by each replay); and
+    storing a value the caller handed in whose type says nothing of the host
+    (`self._src = x`: not known to be a host value).
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ...`) run during the
     warm-up and are not reported.
@@ -421,6 +425,32 @@ class HostSideEffect(_HostLogicRule):
                 return graph, out
             """
         ),
+        Valid(
+            """
+            import ttnn
+
+            class Plan:
+                def __init__(self):
+                    self.steps = []
+
+                def add(self, name):
+                    self.steps.append(name)  # a plan made during this capture
+
+            def layer(x):
+                plan = Plan()
+                plan.add("relu")
+                return ttnn.relu(x)
+
+            def capture(device, x):
+                layer(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = layer(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return out
+            """
+        ),
     ]
 
     def _globals_declared(self) -> frozenset[str]:
@@ -453,9 +483,12 @@ class HostSideEffect(_HostLogicRule):
         while scope is not None:
             if name in local_names(scope):
                 if _receiver(scope) == name:
-                    # The object an `__init__` (or `__post_init__`, `__new__`) initialises is
-                    # made during the capture: a capture-time object, not state that outlives it.
-                    return None if scope.name in _CONSTRUCTION else "self"
+                    # The object an `__init__` (or `__post_init__`, `__new__`) initialises, or
+                    # one every captured call of this method gets from the capture itself
+                    # (`ch = Chains(); ch.add(...)`), is a capture-time object.
+                    if scope.name in _CONSTRUCTION or name in self.context.capture_time_parameters(scope):
+                        return None
+                    return "self"
                 return None if scope is function else "closure"
             scope = scope.parent
         module = self.context.module
@@ -475,7 +508,12 @@ class HostSideEffect(_HostLogicRule):
         while isinstance(expr, (cst.Attribute, cst.Subscript)):
             expr = expr.value
         function = self.context.function
-        return isinstance(expr, cst.Name) and function is not None and expr.value in function.params
+        return (
+            isinstance(expr, cst.Name)
+            and function is not None
+            and expr.value in function.params
+            and expr.value not in self.context.capture_time_parameters(function)
+        )
 
     def _outliving_container(self, container: cst.BaseExpression) -> bool:
         """A container that outlives the capture: an attribute of self/cls, of a global or of
@@ -534,15 +572,44 @@ class HostSideEffect(_HostLogicRule):
         if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
             return all(self._device_work_output(e.value, seen) for e in value.elements)
         if isinstance(value, cst.Name) and context.function is not None:
-            bindings = _bindings(context.function).get(value.value)
-            return bool(bindings) and all(b is not None and self._device_work_output(b, seen) for b in bindings)
+            scope = context.function.bindings
+            if not scope.binds(value.value):
+                return False
+            reaching = scope.reaching(value.value, value)
+            return bool(reaching) and all(self._bound_value(b) is not None and self._device_work_output(self._bound_value(b), seen) for b in reaching)
         return False
+
+    @staticmethod
+    def _bound_value(binding) -> Optional[cst.BaseExpression]:
+        """The expression a binding takes its value from: the assigned value, or for
+        `a, b = ttnn.chunk(t, 2)` the call whose result is unpacked."""
+        if binding.kind in ("assign", "annassign", "walrus"):
+            if binding.value is not None:
+                return binding.value
+            statement = binding.node
+            if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
+                return statement.value
+        return None
 
     def _report_statement(self, node: cst.CSTNode, what: str) -> None:
         self.report(enclosing_statement(self.context, node), f"{what} runs at capture only; replay will not repeat it")
 
+    def _passed_in(self, value: cst.BaseExpression) -> bool:
+        """A parameter's value whose type says nothing of the host (`self._src = x`): what
+        the caller handed in, commonly a tensor; not known to be a host value."""
+        function = self.context.function
+        if not isinstance(value, cst.Name) or function is None:
+            return False
+        bindings = function.bindings
+        if not bindings.binds(value.value):
+            return False
+        reaching = bindings.reaching(value.value, value)
+        return bool(reaching) and all(
+            b.kind == "param" and not _host_annotation(b.node) for b in reaching
+        )
+
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._device_work_output(node.value):
+        if self._device_work_output(node.value) or self._passed_in(node.value):
             return
         for target in node.targets:
             if isinstance(target.target, cst.Subscript) and self.context.is_device_value(target.target.value):
@@ -602,6 +669,31 @@ HOST_BUILTINS = frozenset({
 })
 
 
+_HOST_TYPES = frozenset({
+    "int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "frozenset",
+    "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping",
+})
+
+
+def _host_annotation(param: cst.CSTNode) -> bool:
+    """Annotated with a host type (`n: int`, `Optional[List[int]]`, `int | None`)."""
+    annotation = getattr(param, "annotation", None)
+    return annotation is not None and _host_type(annotation.annotation)
+
+
+def _host_type(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return _host_type(expr.left) or _host_type(expr.right)
+    if isinstance(expr, cst.Subscript):
+        name = expr.value.attr.value if isinstance(expr.value, cst.Attribute) else getattr(expr.value, "value", None)
+        if name in ("Optional", "Union"):
+            return any(isinstance(e.slice, cst.Index) and _host_type(e.slice.value) for e in expr.slice)
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in _HOST_TYPES
+    return isinstance(expr, cst.Name) and expr.value in _HOST_TYPES
+
+
 def _is_host_library(context, name: str) -> bool:
     python = context.tables.python
     return name in python.clock or any(name.startswith(prefix + ".") for prefix in python.random)
@@ -615,31 +707,6 @@ def _receiver(function: FunctionInfo) -> Optional[str]:
         if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "staticmethod":
             return None
     return function.params[0]
-
-
-def _bindings(function: FunctionInfo) -> dict[str, list[Optional[cst.BaseExpression]]]:
-    """Local name -> the values of its `=` bindings (None for other kinds of binding)."""
-    cached = getattr(function, "_value_bindings", None)
-    if cached is not None:
-        return cached
-    found: dict[str, list[Optional[cst.BaseExpression]]] = {}
-    for node in function.nodes:
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    found.setdefault(target.target.value, []).append(node.value)
-                elif isinstance(target.target, (cst.Tuple, cst.List)):
-                    for element in target.target.elements:
-                        if isinstance(element.value, cst.Name):
-                            found.setdefault(element.value.value, []).append(None)
-        elif isinstance(node, (cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)):
-            target = node.name if isinstance(node, cst.AsName) else node.target
-            if isinstance(target, cst.Name):
-                found.setdefault(target.value, []).append(None)
-    for param in function.params:
-        found.setdefault(param, []).append(None)
-    function._value_bindings = found  # type: ignore[attr-defined]
-    return found
 
 
 def _is_host_torch(call: cst.Call) -> bool:

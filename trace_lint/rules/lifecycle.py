@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, Optional
 import libcst as cst
 
 from ..analyzer.cuda_graphs import is_graph_end
-from ..analyzer.capture_helpers import callee_name
+from ..analyzer.calls import callee_name
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes
@@ -659,10 +659,7 @@ class MissingWarmUp(Rule):
 
     @property
     def effects(self) -> Effects:
-        found = getattr(self, "_effects", None)
-        if found is None:
-            found = self._effects = Effects(self.analysis.resolver)
-        return found
+        return self.analysis.effects
 
     def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
         """Calls of user code that can reach device work among the nodes: project functions
@@ -772,14 +769,13 @@ class MissingWarmUp(Rule):
         return False
 
     def _callers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
-        project = self.analysis.project
+        resolver = self.analysis.resolver
         found = []
-        for module in project.modules_calling(function.name):
-            for call, caller in module.iter_calls((function.name,)):
-                if caller is None or caller is function or callee_name(call) != function.name:
-                    continue
-                if any(t.function is function for t in self.analysis.resolver.resolve_all(call, caller)):
-                    found.append((caller, call))
+        for call, caller, _ in resolver.spelled_calls(function):
+            if caller is None or caller is function:
+                continue
+            if any(t.function is function for t in resolver.resolve_all(call, caller)):
+                found.append((caller, call))
         return found
 
     def _callers_of(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
@@ -841,13 +837,20 @@ class MissingWarmUp(Rule):
             return "call it once before `begin_trace_capture` to compile its programs"
         return "run it a few times (on a side stream) before capturing the CUDA graph"
 
-    def _helper_warms_itself(self, helper) -> bool:
-        """The helper calls its callable outside its own regions before capturing."""
+    def _helper_warms_itself(self, helper, seen: Optional[set] = None) -> bool:
+        """The helper calls its callable outside its own regions before capturing, or hands
+        it on to a helper that does."""
         function = helper.function
         if function is None:
             return False
-        if helper.cls is not None:
-            return self._class_helper_warms_itself(helper)
+        seen = set() if seen is None else seen
+        if id(helper) in seen:
+            return False
+        seen.add(id(helper))
+        if any(self._helper_warms_itself(inner, seen) for inner in helper.forwards_to):
+            return True
+        if helper.cls is not None and self._class_helper_warms_itself(helper):
+            return True
         regions = [r for r in self.analysis.regions if r.function is function]
         for node in function.nodes:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
@@ -1154,12 +1157,11 @@ class DeviceReach:
         return None, False
 
     def _callers(self, function: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
-        for module in self.project.modules_calling(function.name):
-            for call, caller in module.iter_calls((function.name,)):
-                if caller is None or caller is function or callee_name(call) != function.name:
-                    continue
-                if self.resolver.resolve(call, caller) is function:
-                    yield call, caller
+        for call, caller, _ in self.resolver.spelled_calls(function):
+            if caller is None or caller is function:
+                continue
+            if self.resolver.resolve(call, caller) is function:
+                yield call, caller
 
     def _returned_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
         return any(self.value_reaches_capture(call, caller, depth + 1, field) for call, caller in self._callers(function))
