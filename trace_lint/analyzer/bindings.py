@@ -108,6 +108,8 @@ class ScopeBindings:
         self._tracked: Optional[str] = None
         self._entry: dict[int, State] = {}
         self._loops: list[_Loop] = []
+        # Most functions have no `:=`: their expressions need no search for one.
+        self._has_walrus = any(type(n) is cst.NamedExpr for n in function.nodes)
         self._run(None)
 
     # -- queries ---------------------------------------------------------------------------
@@ -200,6 +202,8 @@ class ScopeBindings:
 
     def _walrus(self, node: cst.CSTNode, state: State) -> State:
         """Names bound by `:=` in an expression (not inside a lambda or a nested def)."""
+        if not self._has_walrus:
+            return state
         found: list[Binding] = []
         stack = [node]
         while stack:

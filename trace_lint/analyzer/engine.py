@@ -6,6 +6,7 @@ rules through their visit methods and hooks, and collects what they report.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
@@ -220,13 +221,21 @@ def first_use_flags(
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
     capture anchors (a begin call, a graph `with` item, a capture-helper call) is the
     capture itself, not a cache fill."""
-    spans = [(module.start(a), module.end(a)) for a in capture_anchors if a in module.positions]
+    spans: list[tuple] = []
 
     def holds_capture(node: cst.If) -> bool:
-        if not spans:
+        # Asked only of cache-shaped blocks: the anchors' spans are sorted once, then searched.
+        if not capture_anchors:
             return False
+        if not spans:
+            spans.extend(sorted((module.start(a), module.end(a)) for a in capture_anchors if a in module.positions))
         start, end = module.start(node), module.end(node)
-        return any(start <= a_start and a_end <= end for a_start, a_end in spans)
+        index = bisect.bisect_left(spans, (start,))
+        while index < len(spans) and spans[index][0] <= end:
+            if spans[index][1] <= end:
+                return True
+            index += 1
+        return False
 
     flags: dict[int, bool] = {}
     parents = module.parents
