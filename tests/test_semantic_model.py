@@ -206,6 +206,20 @@ def test_reaching_definitions_branches_loops_and_returns(tmp_path):
     assert sorted(fn.module.code(b.value) for b in fn.bindings.reaching("v", ret)) == ["1"]
 
 
+def test_walrus_binds_in_the_function_scope(tmp_path):
+    project = make_project(tmp_path, {"m.py": """
+        def f(read):
+            v = 0
+            if (v := read()) is not None:
+                use(v)
+            return [w for x in read() if (w := x)]
+    """})
+    fn = function(project, "m.py", "f")
+    call = next(n for n in fn.nodes if isinstance(n, cst.Call) and fn.module.code(n) == "use(v)")
+    assert [b.kind for b in fn.bindings.reaching("v", call)] == ["walrus"]
+    assert fn.bindings.binds("w")  # a comprehension's `:=` binds in the enclosing function
+
+
 # -- calls --------------------------------------------------------------------------------
 def test_base_call_dispatches_forward_to_the_subclass(tmp_path):
     project = make_project(tmp_path, {
