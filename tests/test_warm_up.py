@@ -183,6 +183,57 @@ def test_host_helpers_in_the_region_are_not_judged(lint):
     assert trc404(lint(source)) == []
 
 
+def test_host_metadata_of_an_attribute_tensor_is_no_work(lint):
+    # nemo's shape: `self.state.mask.data_ptr()` in the graph is a descriptor read, not user
+    # code that needs a warm-up; `self.state.step(x)` is.
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        class Decoder:
+            def capture(self, x):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    address = self.state.mask.data_ptr()
+                    size = self.state.mask.numel()
+                    out = torch.relu(x)
+                return graph, out, address, size
+        """
+    )
+    assert trc404(lint(source)) == []
+    assert trc404(lint(source.replace("torch.relu(x)", "self.state.step(x)"))) == [6]
+
+
+def test_a_function_making_only_stream_and_device_queries_needs_no_warm_up(lint):
+    # nemo's `with_conditional_node`: reads the current stream and launches through
+    # cuda-python; no torch work to compile. `scale` runs a torch op: it needs one.
+    source = textwrap.dedent(
+        """\
+        import contextlib
+        import torch
+        from cuda import cuda
+
+        @contextlib.contextmanager
+        def conditional(device):
+            stream = torch.cuda.current_stream(device=device).cuda_stream
+            cuda.cuLaunchKernel(stream)
+            yield
+
+        def scale(x):
+            return torch.mul(x, 2)
+
+        def capture(x, device):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                with conditional(device):
+                    out = WORK
+            return graph, out
+        """
+    )
+    assert trc404(lint(source.replace("WORK", "x + 1"))) == []
+    assert trc404(lint(source.replace("WORK", "scale(x)"))) == [16]
+
+
 def test_a_capture_helper_nobody_calls_is_not_judged(lint):
     source = textwrap.dedent(
         """\

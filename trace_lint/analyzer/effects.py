@@ -58,7 +58,7 @@ class Effects:
     def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
         name = self.project.qualified_name(call.func, function.module, function)
         if name is not None and name.startswith(_FRAMEWORKS):
-            return True
+            return name not in tables().torch.no_device_work
         targets = self.resolver.resolve_all(call, function, self_class)
         if targets:
             return any(self.reaches_device_work(t, depth + 1) for t in targets)

@@ -686,6 +686,8 @@ class MissingWarmUp(Rule):
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
                 if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.torch.tensor_methods:
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
+                if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.host_metadata.methods:
+                    continue  # `self.state.mask.data_ptr()`: host metadata, no work at all
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
 
