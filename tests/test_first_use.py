@@ -61,6 +61,21 @@ def test_a_local_alias_of_the_cached_attribute(lint):
     assert codes(lint(source)) == []
 
 
+def test_a_local_read_from_a_cache_entry(lint):
+    # `z = self._zeros.get(k); if z is None: z = self._zeros[k] = ...` (tt-bio's other shape).
+    source = layer(
+        """\
+        z = self._zeros.get((x.shape[0], x.dtype))
+        if z is None:
+            z = self._zeros[(x.shape[0], x.dtype)] = ttnn.zeros(x.shape, device=x.device())
+        return ttnn.add(x, z)
+        """
+    )
+    assert codes(lint(source)) == []
+    other_key = source.replace("self._zeros[(x.shape[0], x.dtype)] =", "self._zeros[x.dtype] =")
+    assert codes(lint(other_key)) == [(7, "TRC301")]
+
+
 def test_a_local_alias_whose_block_fills_only_the_local_is_no_cache(lint):
     source = layer(
         """\

@@ -129,8 +129,8 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     if key is not None:
         wanted = _state_key(key, module)
         if not _outlives_the_call(key, function):
-            # `w = getattr(self, "w", None)` then `if w is None: w = self.w = ...`: the
-            # local is an alias of the state it was read from.
+            # `w = getattr(self, "w", None)` (or `w = self.cache.get(k)`) then
+            # `if w is None: w = self.w = ...`: the local is an alias of the state it was read from.
             aliased = _aliased_state(key, node, module, function)
             if not aliased:
                 return False
@@ -159,10 +159,32 @@ def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo
     found: set[str] = set()
     for binding in function.bindings.reaching(name.value, at):
         value = binding.value
-        if binding.kind != "assign" or value is None or isinstance(value, cst.Subscript) or not _outlives_the_call(value, function):
+        if binding.kind != "assign" or value is None:
+            return set()
+        entry = _get_entry(value, function)
+        if entry is not None:
+            # `z = self._zeros.get(k)`: the local names the entry `self._zeros[k]`.
+            found.add(f"{_state_key(entry[0], module)}[{module.normalized(entry[1])}]")
+            continue
+        if isinstance(value, cst.Subscript) or not _outlives_the_call(value, function):
             return set()
         found.add(_state_key(value, module))
     return found
+
+
+def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`C.get(k)` / `C.get(k, default)` on a container that outlives the call -> (C, k)."""
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get"
+        and 1 <= len(value.args) <= 2
+        and value.args[0].keyword is None
+        and not value.args[0].star
+        and _outlives_the_call(value.func.value, function)
+    ):
+        return value.func.value, value.args[0].value
+    return None
 
 
 def _getattr_target(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, str]]:
