@@ -454,18 +454,12 @@ class HostSideEffect(_HostLogicRule):
     ]
 
     def _globals_declared(self) -> frozenset[str]:
+        """Names the function declares `global` or `nonlocal` (from the binder)."""
         function = self.context.function
         if function is None:
             return frozenset()
-        cached = getattr(function, "_global_names", None)
-        if cached is None:
-            names = set()
-            for node in function.nodes:
-                if isinstance(node, (cst.Global, cst.Nonlocal)):
-                    names.update(n.name.value for n in node.names)
-            cached = frozenset(names)
-            function._global_names = cached  # type: ignore[attr-defined]
-        return cached
+        bindings = function.bindings
+        return frozenset(bindings.declared_global | bindings.declared_nonlocal)
 
     def _root_kind(self, name: str) -> Optional[str]:
         """What a name designates, for state that outlives the capture: "self" (the receiver of
@@ -547,9 +541,7 @@ class HostSideEffect(_HostLogicRule):
 
     def _global_only(self) -> frozenset[str]:
         function = self.context.function
-        if function is None:
-            return frozenset()
-        return frozenset(n.name.value for node in function.nodes if isinstance(node, cst.Global) for n in node.names)
+        return frozenset(function.bindings.declared_global) if function is not None else frozenset()
 
     def _device_work_output(self, value: cst.BaseExpression, _seen: Optional[set[int]] = None) -> bool:
         """A value that device work produced, or may have: the result of a call other than
