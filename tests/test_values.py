@@ -297,3 +297,31 @@ def test_writing_into_an_attribute_that_holds_a_device_tensor_is_device_work(lin
     )
     # Line 9 writes into a device buffer (recorded); line 10 grows a host list.
     assert codes(lint(source), "TRC203") == [(10, "TRC203")]
+
+
+def test_a_free_of_another_value_under_the_same_name_does_not_release_the_allocation(lint):
+    # TRC408 follows values: `scratch` is freed, but only after it was rebound, so the first
+    # allocation is still alive when the trace replays.
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def run(device, model, x, steps):
+            model(x)
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                out = model(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            for _ in range(steps):
+                scratch = ttnn.zeros([32, 32], device=device)
+                SECOND
+                ttnn.deallocate(scratch)
+                ttnn.execute_trace(device, tid, cq_id=0)
+            return out
+        """
+    )
+    same_value = source.replace("SECOND", "pass")
+    assert codes(lint(same_value), "TRC408") == []
+    rebound = source.replace("SECOND", "scratch = ttnn.to_layout(x, ttnn.TILE_LAYOUT)")
+    assert codes(lint(rebound), "TRC408") == [(11, "TRC408")]

@@ -1370,8 +1370,10 @@ class AllocationAcrossReplay(Rule):
         ),
     ]
 
-    def _frees(self, region: Region, name: str) -> list[cst.Call]:
-        """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function."""
+    def _frees(self, region: Region, name: str, allocated: cst.CSTNode) -> list[cst.Call]:
+        """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function that free the
+        value the `allocated` statement bound (the binding reaches the free: values, not
+        names)."""
         api = self.analysis.tables.ttnn
         project = self.analysis.project
         out = []
@@ -1385,7 +1387,9 @@ class AllocationAcrossReplay(Rule):
             else:
                 continue
             if isinstance(target, cst.Name) and target.value == name:
-                out.append(node)
+                reaching = region.function.bindings.reaching(name, node)
+                if any(b.node is allocated for b in reaching):
+                    out.append(node)
         return out
 
     @staticmethod
@@ -1416,7 +1420,7 @@ class AllocationAcrossReplay(Rule):
             name = statement.targets[0].target.value if (
                 isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
             ) else None
-            frees = self._frees(region, name) if name else []
+            frees = self._frees(region, name, statement) if name else []
             if any(_executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
