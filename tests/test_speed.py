@@ -12,7 +12,6 @@ import pytest
 from trace_lint import parallel
 from trace_lint.analyzer.prefilter import prefilter_for
 from trace_lint.analyzer.project import ModuleInfo
-from trace_lint.api_tables import tables
 from trace_lint.cache import ResultCache
 from trace_lint.checker import check
 from trace_lint.config import Settings, load_settings
@@ -27,7 +26,7 @@ def _dump(findings) -> list[dict]:
 
 
 def _admits(text: str, name: str = "app.mod", settings: Settings = Settings()) -> bool:
-    return prefilter_for(settings, tables()).admits(text.encode(), name, False)
+    return prefilter_for(settings).admits(text.encode(), name, False)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +43,9 @@ def _admits(text: str, name: str = "app.mod", settings: Settings = Settings()) -
         "g.capture_begin()\n",
         "def f():  # trace-lint: captured\n    pass\n",
         "from trace_lint import captured\n@captured\ndef f():\n    pass\n",
+        # Without the import the engine still takes the decorator as written (found by the
+        # large fuzz run: a mutant that deleted `import trace_lint`).
+        "@trace_lint.captured\ndef f():\n    pass\n",
     ],
 )
 def test_prefilter_admits_every_spelling_of_a_capture(text):
@@ -66,8 +68,8 @@ def test_prefilter_leaves_out_files_without_a_capture(text):
 def test_prefilter_relative_import_inside_the_package_resolves():
     # torch/cuda/__init__.py: `from .graphs import graph` binds torch.cuda.graphs.graph
     text = b"from .graphs import graph\nwith graph(g):\n    pass\n"
-    assert prefilter_for(Settings(), tables()).admits(text, "torch.cuda", True)
-    assert not prefilter_for(Settings(), tables()).admits(text, "other.pkg", True)
+    assert prefilter_for(Settings()).admits(text, "torch.cuda", True)
+    assert not prefilter_for(Settings()).admits(text, "other.pkg", True)
 
 
 def test_prefilter_configured_names_are_candidates():
@@ -96,7 +98,7 @@ _UNRELATED = "\n\ndef unrelated(x):\n    return x + 1\n"
 )
 def test_only_definitions_that_can_start_captured_code_are_parsed(text, expected):
     module = ModuleInfo(Path("app/mod.py"), "app.mod", "app/mod.py", text=text + _UNRELATED)
-    test = prefilter_for(Settings(), tables()).chunk_test(module)
+    test = prefilter_for(Settings()).chunk_test(module)
     names = [f.name for f in module.iter_functions(test)]
     assert ("unrelated" in names) is False
     assert bool(names) is expected, names
@@ -119,7 +121,7 @@ def test_prefilter_misses_no_root_in_the_fixtures(monkeypatch):
         engine.run()
         holding = {r.module.display_path for r in engine.regions}
         holding |= {root.related.filename for root in engine.roots}
-        prefilter = prefilter_for(settings, tables())
+        prefilter = prefilter_for(settings)
         for module in modules:
             if module.display_path in holding:
                 checked += 1

@@ -234,6 +234,35 @@ def test_a_function_making_only_stream_and_device_queries_needs_no_warm_up(lint)
     assert trc404(lint(source.replace("WORK", "scale(x)"))) == [16]
 
 
+def test_a_callable_handed_to_a_runner_first_is_warmed_up(lint):
+    # sglang's shape: `self._capture_init(run_once)` runs the callable, then
+    # `self._capture_graph(..., run_once)` captures it.
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        class Runner:
+            def _init(self, fn):
+                for _ in range(2):
+                    fn()
+
+            def _graph(self, graph, fn):
+                with torch.cuda.graph(graph):
+                    out = fn()
+                return out
+
+            def capture(self, model, x):
+                def run_once():
+                    return model(x)
+
+                WARM
+                return self._graph(torch.cuda.CUDAGraph(), run_once)
+        """
+    )
+    assert trc404(lint(source.replace("WARM", "self._init(run_once)"))) == []
+    assert trc404(lint(source.replace("WARM", "pass"))) == [18]
+
+
 def test_a_capture_helper_nobody_calls_is_not_judged(lint):
     source = textwrap.dedent(
         """\

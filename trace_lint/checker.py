@@ -168,9 +168,8 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
     reports it). Needs neither libcst nor the rules."""
     from .analyzer.prefilter import enabled, prefilter_for
     from .analyzer.source import PACKAGE_FILES, ReadError, read_bytes
-    from .api_tables import tables
 
-    prefilter = prefilter_for(settings, tables())
+    prefilter = prefilter_for(settings)
     admitted = []
     if not enabled():
         # Every file is searched (the engine leaves out those that do not parse and that

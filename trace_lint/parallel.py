@@ -306,7 +306,6 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     worker that dies or fails costs time, never findings: the parent redoes its share."""
     global _INHERITED
     from .analyzer.prefilter import candidate_modules, prefilter_for
-    from .api_tables import tables
 
     if jobs == 1:
         return None
@@ -314,7 +313,7 @@ def run_parallel(project, settings, codes: set[str], explicit: set[int], jobs: i
     index_of = {id(m): i for i, m in enumerate(modules)}
     explicit_indexes = sorted(index_of[i] for i in explicit if i in index_of)
     if candidates is None:  # the prefilter's modules and the explicit ones
-        candidates = candidate_modules(project, prefilter_for(settings, tables()), {id(modules[i]) for i in explicit_indexes})
+        candidates = candidate_modules(project, prefilter_for(settings), {id(modules[i]) for i in explicit_indexes})
     sizes = [len(project.raw_bytes(m)) for m in candidates]
     count = planned_jobs(jobs, sizes)
     if count < 2:

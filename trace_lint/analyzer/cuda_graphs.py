@@ -22,8 +22,6 @@ from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .regions import Region, call_arguments, iter_body_nodes
 from .syntax_walk import SMALL_STATEMENTS
 
-# Capture kinds that record into a CUDA graph; "ttnn" regions and "declared" roots are the others.
-CUDA_GRAPH_KINDS = frozenset({"cuda-graph", "cuda-graph-begin", "cuda-graph-callable"})
 
 def _single_bindings(function: FunctionInfo) -> dict[str, Optional[cst.BaseExpression]]:
     """Local name -> the value of its only binding (None when bound more than once or not by `=`)."""

@@ -19,10 +19,11 @@ from .calls import CallResolver
 from .effects import Effects
 from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
-from .cuda_graphs import CUDA_GRAPH_KINDS, GraphedCallables, find_cuda_graph_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
-from .regions import Region, find_regions
+from .regions import Region
+from .. import frameworks
+from ..frameworks.torch import CUDA_GRAPH_KINDS
 from . import syntax_limits
 from .source import decode
 from .syntax_limits import recursion_room
@@ -265,7 +266,7 @@ def first_use_flags(
     # Code that never runs while a capture records: under `if not capturing():`, in the
     # `else` of `if capturing():`, and after `if capturing(): raise` in the same block.
     uncaptured: set[int] = set()
-    queries = _capture_queries()
+    queries = frameworks.capture_queries()
     for node in nodes:
         if type(node) is cst.If and qualify is not None:
             sense = _capture_test(node.test, qualify, queries)
@@ -293,11 +294,6 @@ def first_use_flags(
         else:
             flags[id(node)] = inherited
     return flags
-
-
-def _capture_queries() -> frozenset[str]:
-    api = tables()
-    return frozenset(getattr(api.ttnn, "capture_queries", ())) | frozenset(getattr(getattr(api, "torch", None), "capture_queries", ()))
 
 
 def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str]) -> Optional[bool]:
@@ -472,7 +468,7 @@ class Engine:
         if self._prefilter is None:
             from .prefilter import prefilter_for
 
-            self._prefilter = prefilter_for(self.settings, self.tables)
+            self._prefilter = prefilter_for(self.settings)
         return self._prefilter
 
     def _functions_of(self, module: ModuleInfo) -> list[FunctionInfo]:
@@ -497,8 +493,8 @@ class Engine:
             if not module.ok:
                 continue
             for function in self._functions_of(module):
-                self.regions.extend(find_regions(self.project, function))
-                self.regions.extend(find_cuda_graph_regions(self.project, function, self.settings.capture_contexts))
+                for framework in frameworks.FRAMEWORKS:
+                    self.regions.extend(framework.regions(self.project, function, self.settings))
         self.regions.extend(contextmanager_regions(self.project, self.resolver, self.regions, self.settings.capture_helpers))
         self._collect_roots(candidates)
         for region in self.regions:
@@ -569,7 +565,7 @@ class Engine:
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related]))
                 self.origins.add_root(function)
-        self._collect_graphed_callables(candidates)
+        self._collect_captured_callables(candidates)
 
     def _decorator_name(self, decorator: cst.Decorator, module: ModuleInfo, scope: Optional[FunctionInfo]) -> Optional[str]:
         """The decorator's dotted name through imports, or as written when nothing resolves it."""
@@ -601,16 +597,15 @@ class Engine:
             if site.caller is not None:
                 self.origins.add_framing(site.caller)
 
-    def _collect_graphed_callables(self, candidates: Iterable[ModuleInfo]) -> None:
-        """Functions given to `torch.cuda.make_graphed_callables`: captured work, not a region."""
-        graphed = GraphedCallables(self.project, self.resolver)
-        for module in candidates:
-            if not module.ok:
-                continue
-            for call, target in graphed.find(module):
+    def _collect_captured_callables(self, candidates: Iterable[ModuleInfo]) -> None:
+        """Functions a framework captures whole (`torch.cuda.make_graphed_callables`):
+        captured work, not a region."""
+        modules = [m for m in candidates if m.ok]
+        for framework in frameworks.FRAMEWORKS:
+            for module, call, target, message in framework.captured_callables(self.project, self.resolver, modules):
                 start = module.range(call).start
-                related = Related(module.display_path, Location(start.line, start.column + 1), f"`{target.qualname}` is captured into a CUDA graph here")
-                self.roots.append(Root(related, kind="cuda-graph-callable"))
+                related = Related(module.display_path, Location(start.line, start.column + 1), message)
+                self.roots.append(Root(related, kind=framework.callable_kind))
                 self._pending.append((target, len(self.roots) - 1, [related]))
                 self.origins.add_root(target)
 

@@ -131,24 +131,22 @@ class Prefilter:
         return False
 
 
-def prefilter_for(settings, capture_tables) -> Prefilter:
+def prefilter_for(settings) -> Prefilter:
     """The prefilter for these settings and the API tables (`api_tables.tables()`)."""
+    from ..frameworks import FRAMEWORKS
+
     targets: list[str] = []
-    targets.extend(capture_tables.ttnn.capture_begin)
-    # Device opens stay candidates so that a broken file that opens a device is still
-    # reported (TRC001) as it was before the prefilter was narrowed.
-    targets.extend(capture_tables.ttnn.open_device)
-    torch = getattr(capture_tables, "torch", None)
-    if torch is not None:
-        # CUDAGraph itself starts nothing: `capture_begin` (a word below) does.
-        targets.extend(torch.graph_context)
-        targets.extend(torch.graphed_callables)
+    words: list[bytes] = list(DEFAULT_WORDS)
+    for framework in FRAMEWORKS:
+        targets.extend(framework.prefilter_targets())
+        words.extend(framework.prefilter_words())
     targets.append("trace_lint.captured")
     targets.extend(settings.captured_decorators)
     targets.extend(settings.capture_helpers)
-    words: list[bytes] = list(DEFAULT_WORDS)
-    if torch is not None:
-        words.extend(m.encode() for m in torch.graph_begin_methods)
+    # A decorator is also taken as written when nothing binds its name (`@trace_lint.captured`
+    # without the import): its dotted spelling is a word.
+    words.append(b"trace_lint.captured")
+    words.extend(name.encode() for name in settings.captured_decorators if "." in name)
     # `captured-functions` match a def's name: the name itself is the token.
     words.extend(name.rsplit(".", 1)[-1].encode() for name in settings.captured_functions)
     # `capture-contexts` are dotted tails (`device_module.graph`): their last part is the token.

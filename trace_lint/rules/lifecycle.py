@@ -735,7 +735,26 @@ class MissingWarmUp(Rule):
     def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list) -> bool:
         if caller.module.normalized(candidate.func) == text:
             return True
-        return bool(targets) and same_work(targets, self.analysis.resolver.resolve_all(candidate, caller))
+        found = self.analysis.resolver.resolve_all(candidate, caller)
+        if targets and same_work(targets, found):
+            return True
+        return any(self._runs_argument(caller, candidate, text, target.function) for target in found)
+
+    def _runs_argument(self, caller: FunctionInfo, candidate: cst.Call, text: str, runner: FunctionInfo) -> bool:
+        """The call hands the same callable (`run_once`) to a function that calls it outside
+        its own captures (`self._capture_init(run_once)`, whose body is `run_once_fn()`)."""
+        _, arguments = self.analysis.resolver.arguments(candidate, caller, runner)
+        handed = {name for name, value in arguments.items() if caller.module.normalized(value) == text}
+        if not handed:
+            return False
+        regions = [r for r in self.analysis.regions if r.function is runner]
+        return any(
+            type(node) is cst.Call
+            and isinstance(node.func, cst.Name)
+            and node.func.value in handed
+            and not any(r.contains(node) for r in regions)
+            for node in runner.nodes
+        )
 
     def _runs_below(self, function: FunctionInfo, self_class, targets: list, depth: int, seen: set) -> bool:
         """A call in the function, or in what it calls (frames down), does the same work."""

@@ -1,0 +1,52 @@
+"""What a framework plug-in answers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from ..api_tables import tables
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ..analyzer.calls import CallResolver
+    from ..analyzer.project import FunctionInfo, ModuleInfo, Project
+    from ..analyzer.regions import Region
+
+
+class Framework:
+    # The section of `data/api.toml` that holds this framework's names.
+    section: str = ""
+    # The kinds of the regions and roots it finds (a finding's capture kind).
+    kinds: frozenset[str] = frozenset()
+    # The kind of a root that `captured_callables` finds.
+    callable_kind: str = "declared"
+
+    @property
+    def table(self):
+        return getattr(tables(), self.section, None)
+
+    # -- prefilter --------------------------------------------------------------------------
+    def prefilter_targets(self) -> list[str]:
+        """Dotted names whose spelling in a file makes it a candidate."""
+        return []
+
+    def prefilter_words(self) -> list[bytes]:
+        """Words (method names) whose presence makes a file a candidate."""
+        return []
+
+    # -- analysis ---------------------------------------------------------------------------
+    def regions(self, project: "Project", function: "FunctionInfo", settings) -> list["Region"]:
+        """The capture regions written in one function."""
+        return []
+
+    def captured_callables(
+        self, project: "Project", resolver: "CallResolver", modules: Iterable["ModuleInfo"]
+    ) -> Iterable[tuple["ModuleInfo", "cst.Call", "FunctionInfo", str]]:
+        """Functions captured whole by an API call (not a region), with the call and how a
+        chain names it."""
+        return ()
+
+    def capture_queries(self) -> frozenset[str]:
+        table = self.table
+        return frozenset(getattr(table, "capture_queries", ())) if table is not None else frozenset()
