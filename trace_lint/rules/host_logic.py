@@ -8,6 +8,7 @@ import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..analyzer.project import FunctionInfo
+from ..api_tables import tables
 from .base import Invalid, Rule, Valid
 
 
@@ -661,12 +662,6 @@ HOST_BUILTINS = frozenset({
 })
 
 
-_HOST_TYPES = frozenset({
-    "int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set", "frozenset",
-    "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping",
-})
-
-
 def _host_annotation(param: cst.CSTNode) -> bool:
     """Annotated with a host type (`n: int`, `Optional[List[int]]`, `int | None`)."""
     annotation = getattr(param, "annotation", None)
@@ -681,9 +676,10 @@ def _host_type(expr: cst.BaseExpression) -> bool:
         if name in ("Optional", "Union"):
             return any(isinstance(e.slice, cst.Index) and _host_type(e.slice.value) for e in expr.slice)
         expr = expr.value
+    host_types = tables().python.host_types
     if isinstance(expr, cst.Attribute):
-        return expr.attr.value in _HOST_TYPES
-    return isinstance(expr, cst.Name) and expr.value in _HOST_TYPES
+        return expr.attr.value in host_types
+    return isinstance(expr, cst.Name) and expr.value in host_types
 
 
 def _is_host_library(context, name: str) -> bool:
