@@ -15,7 +15,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from .calls import CallResolver, Target, has_decorator
-from .project import ClassInfo, FunctionInfo
+from .project import FunctionInfo
 
 # What an argument needs to be a capture-time object: the (function, parameter) pairs that
 # must hold capture-time objects themselves, the caller's or, for a closure's variable, an
@@ -184,12 +184,8 @@ class CaptureTimeObjects:
         return self._returns_made(targets[0].function, index, depth + 1)
 
     def _constructs(self, call: cst.Call, function: FunctionInfo) -> bool:
-        return isinstance(self._class_called(call, function), ClassInfo)
-
-    def _class_called(self, call: cst.Call, function: FunctionInfo) -> Optional[ClassInfo]:
-        if not isinstance(call.func, (cst.Name, cst.Attribute)):
-            return None
-        return self.resolver.class_of(call.func, function.module, function)
+        """The call makes an instance of a project class."""
+        return isinstance(call.func, (cst.Name, cst.Attribute)) and self.resolver.class_of(call.func, function.module, function) is not None
 
     def _returns_made(self, factory: FunctionInfo, index: Optional[int], depth: int) -> bool:
         key = (id(factory), index)

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
+from ..analyzer.calls import has_decorator
 from ..analyzer.project import FunctionInfo
 from ..api_tables import tables
 from .base import Invalid, Rule, Valid
@@ -691,9 +692,8 @@ def _receiver(function: FunctionInfo) -> Optional[str]:
     """The name of a method's `self`/`cls` parameter; None for functions and static methods."""
     if function.cls is None or not function.params:
         return None
-    for decorator in function.node.decorators:
-        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value == "staticmethod":
-            return None
+    if has_decorator(function, "staticmethod"):
+        return None
     return function.params[0]
 
 

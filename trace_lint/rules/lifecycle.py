@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, Optional
 import libcst as cst
 
 from ..analyzer.cuda_graphs import is_graph_end
-from ..analyzer.calls import callee_name
+from ..analyzer.calls import callee_name, has_decorator
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
 from ..analyzer.regions import Region, call_arguments, iter_body_nodes
@@ -807,7 +807,7 @@ class MissingWarmUp(Rule):
 
     def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
         params = list(function.params)
-        if function.cls is not None and params and not _is_static(function):
+        if function.cls is not None and params and not has_decorator(function, "staticmethod"):
             params = params[1:]
         positional, keywords = call_arguments(site)
         mapping = {}
@@ -922,10 +922,6 @@ class MissingWarmUp(Rule):
                 shown = module.code(site.argument)
             kind = kinds.get(id(site.helper.function), "ttnn")
             self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {self._advice(kind)}", module=module)
-
-
-def _is_static(function: FunctionInfo) -> bool:
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.node.decorators)
 
 
 class MissingTraceRegion(Rule):
@@ -1167,7 +1163,7 @@ class DeviceReach:
             called_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
             if target.name == "__init__" and called_name != "__init__":
                 return target, True  # a construction: `self` is the new instance
-            bound = target.cls is not None and isinstance(func, cst.Attribute) and not _is_static(target)
+            bound = target.cls is not None and isinstance(func, cst.Attribute) and not has_decorator(target, "staticmethod")
             return target, bound
         name = self.project.qualified_name(call.func, function.module, function)
         definition = self.project.lookup(name) if name else None
