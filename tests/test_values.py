@@ -239,6 +239,46 @@ def test_an_attribute_every_method_fills_with_a_device_tensor_is_a_device_value(
     assert codes(lint(source), "TRC202", "TRC203") == [(9, "TRC202"), (10, "TRC203")]
 
 
+def test_an_attribute_reached_through_other_objects_is_typed_by_their_classes(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        class Hyps:
+            def __init__(self, n, device):
+                self.scores = torch.full([n], 0.0, device=device)
+                self.count = 0
+
+        class State:
+            def __init__(self, n, device):
+                self.hyps = Hyps(n, device)
+
+        class Decoder:
+            def __init__(self):
+                self.state = None
+
+            def setup(self, n, device):
+                self.state = State(n, device)
+
+            def step(self, x):
+                self.state.hyps.scores += x
+                self.state.hyps.count += 1
+                if self.state.hyps.scores.max() > 0:
+                    pass
+
+            def capture(self, x):
+                self.step(x)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    self.step(x)
+                return g
+        """
+    )
+    # `self.state` is a State (or None), its `hyps` a Hyps, whose `scores` is a device tensor:
+    # line 20 is an in-place op (recorded), line 21 a host counter, line 22 reads the device.
+    assert codes(lint(source), "TRC202", "TRC203") == [(21, "TRC203"), (22, "TRC202")]
+
+
 def test_attributes_set_while_constructing_an_object_in_captured_code_are_capture_time(lint):
     source = textwrap.dedent(
         """\

@@ -384,13 +384,13 @@ class Engine:
     def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
         key = (id(module), id(function))
         if key not in self._tensor_facts:
-            self._tensor_facts[key] = TensorFacts(self.project, function, module)
+            self._tensor_facts[key] = TensorFacts(self.project, function, module, self.resolver)
         return self._tensor_facts[key]
 
     def torch_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TorchFacts:
         key = (id(module), id(function))
         if key not in self._torch_facts:
-            self._torch_facts[key] = TorchFacts(self.project, function, module)
+            self._torch_facts[key] = TorchFacts(self.project, function, module, self.resolver)
         return self._torch_facts[key]
 
     def capture_kinds(self, function: Optional[FunctionInfo], region: Optional[Region]) -> frozenset[str]:

@@ -6,21 +6,26 @@ that can reach that point is a device value. Unknown stays unknown, and rules st
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from ..api_tables import tables
 from .bindings import target_names as _names_in_target
 from .project import FunctionInfo, Project
+
+if TYPE_CHECKING:
+    from .calls import CallResolver as ValueClasses
 from .regions import call_arguments, iter_body_nodes
 
 
 class TensorFacts:
-    def __init__(self, project: Project, function: Optional[FunctionInfo], module):
+    def __init__(self, project: Project, function: Optional[FunctionInfo], module, classes: Optional[ValueClasses] = None):
         self.project = project
         self.function = function
         self.module = module
+        # The project classes an expression's value can have (`self.state.hyps`); None: unknown.
+        self.classes = classes
         self._device_bindings: dict[int, bool] = {}
 
     def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -53,8 +58,11 @@ class TensorFacts:
         if isinstance(expr, cst.Subscript):
             return self.is_device_value(expr.value)
         if isinstance(expr, cst.Attribute):
-            return attribute_kind(self.function, expr, lambda method, value: "device" if TensorFacts(self.project, method, method.module).is_device_value(value) else None, "ttnn") == "device"
+            return attribute_kind(self.function, expr, self._stored_kind, "ttnn", self.classes) == "device"
         return False
+
+    def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
+        return "device" if TensorFacts(self.project, method, method.module, self.classes).is_device_value(value) else None
 
     def _name_is_device(self, name: cst.Name) -> bool:
         """Every binding of the name that can reach this read is a device value."""
@@ -85,23 +93,38 @@ def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
 
-def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str) -> Optional[str]:
+def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str, classes: Optional[ValueClasses] = None) -> Optional[str]:
     """The kind of `self.attr` in a method from every value the class's methods assign to
-    it (all must agree; None: unknown). `kind_of(method, value)` judges one value."""
-    if function is None or function.cls is None or not function.params:
+    it, or of `obj.attr` from every value the classes `obj` can be an instance of (with their
+    bases) assign to it (all must agree; None: unknown). `kind_of(method, value)` judges one
+    value."""
+    if function is None:
         return None
     receiver = expr.value
-    if not (isinstance(receiver, cst.Name) and receiver.value == function.params[0]):
+    attribute = expr.attr.value
+    if (
+        function.cls is not None
+        and function.params
+        and isinstance(receiver, cst.Name)
+        and receiver.value == function.params[0]
+        and all(b.kind == "param" for b in function.bindings.reaching(receiver.value, expr))
+    ):
+        return _class_attribute_kind(function.cls, (function.cls,), attribute, kind_of, framework)
+    if classes is None or not isinstance(receiver, (cst.Name, cst.Attribute)):
         return None
-    if any(b.kind != "param" for b in function.bindings.reaching(receiver.value, expr)):
-        return None
-    cls = function.cls
+    owners = classes.value_classes(receiver, function, None)
+    kinds = {_class_attribute_kind(cls, classes.mro(cls), attribute, kind_of, framework) for cls in owners}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _class_attribute_kind(cls, owners, attribute: str, kind_of, framework: str) -> Optional[str]:
+    """What every value `owners` (a class, or its MRO) assign to `self.<attribute>` agrees on."""
     cache = cls.__dict__.setdefault("_attribute_kinds", {})
-    key = (framework, expr.attr.value)
+    key = (framework, attribute, len(owners))
     if key in cache:
         return cache[key]
     cache[key] = None  # an attribute assigned from itself proves nothing
-    values = cls.attribute_values.get(expr.attr.value, [])
+    values = [pair for owner in owners for pair in owner.attribute_values.get(attribute, [])]
     kinds = {kind_of(method, value) for method, value in values}
     found = kinds.pop() if len(kinds) == 1 else None
     cache[key] = found
@@ -118,10 +141,11 @@ class TorchFacts:
     name is known only when every binding of it agrees; unknown stays unknown.
     """
 
-    def __init__(self, project: Project, function: Optional[FunctionInfo], module):
+    def __init__(self, project: Project, function: Optional[FunctionInfo], module, classes: Optional[ValueClasses] = None):
         self.project = project
         self.function = function
         self.module = module
+        self.classes = classes
         self._names: Optional[dict[str, str]] = None
         self._default_device_changed: Optional[bool] = None
 
@@ -205,7 +229,7 @@ class TorchFacts:
         if isinstance(expr, cst.Name):
             return self._names_known().get(expr.value)
         if isinstance(expr, cst.Attribute):
-            return attribute_kind(self.function, expr, self._stored_kind, "torch")
+            return attribute_kind(self.function, expr, self._stored_kind, "torch", self.classes)
         if isinstance(expr, (cst.Subscript,)):
             return self._kind_of(expr.value)
         if isinstance(expr, cst.BinaryOperation):
@@ -246,7 +270,7 @@ class TorchFacts:
     def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
         """The kind of a value a method stores on `self`: a creation given a device that is
         not the host is taken for a device tensor (buffers are made for the device)."""
-        facts = TorchFacts(self.project, method, method.module)
+        facts = TorchFacts(self.project, method, method.module, self.classes)
         kind = facts._kind_of(value)
         if kind is None and isinstance(value, cst.Call):
             name = facts.qualified(value.func)
