@@ -1,14 +1,24 @@
-"""The result cache: a run's findings, keyed by everything that can change them.
+"""The result cache: a run's findings, keyed by everything that can change them, and the
+engine's findings for a project, with what they depend on.
 
-A finding in one file can depend on any other file (call chains cross modules), so the key
-covers the content hash of every checked file with its path and module name, the files named
-on the command line, the settings (`Settings.cache_key()`, the config root) and the tool
-version. A warm run then only discovers, reads and hashes files. Entries are JSON written to a
-temporary file and moved into place with `os.replace`, so concurrent runs never see half an
-entry. An entry is validated before it is served (a regular file of bounded size, the schema,
-every type and range, a digest of the findings, files of this run only); one that fails is
-ignored and rewritten, so a cached run always equals a `--no-cache` run. Nothing here imports
-libcst.
+Result entries: a finding in one file can depend on any other file (call chains cross
+modules), so the key covers the content hash of every checked file with its path and module
+name, the files named on the command line, the settings (`Settings.cache_key()`, the config
+root) and the tool version. A warm run then only discovers, reads and hashes files.
+
+Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
+run picks what it reports, keyed by the project's files without their contents, and stored
+with the files they can depend on (parsed, admitted by the prefilter, or returned by a text
+search) and what was searched for. A run after an edit that none of those can see (most
+files of a model repository: no capture reaches them), or a run on one file of a project
+checked before, reuses them and only applies suppressions. Several records per project are
+kept, so undoing an edit finds the one from before it.
+
+Entries are JSON written to a temporary file and moved into place with `os.replace`, so
+concurrent runs never see half an entry. An entry is validated before it is served (a
+regular file of bounded size, the schema, every type and range, a digest, files of this run
+only); one that fails is ignored and rewritten, so a cached run always equals a `--no-cache`
+run. Nothing here imports libcst.
 """
 
 from __future__ import annotations
@@ -19,16 +29,20 @@ import os
 import re
 import stat
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from . import __version__
 from .analyzer.findings import Edit, Finding, Fix, Location, Related
+from .analyzer.text_index import called_names, defined_names
 
 FORMAT = 2
 DEFAULT_DIR = ".trace-lint-cache"
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
+# Analysis records of one project tried before a run gives up on reusing one.
+ANALYSIS_TRIES = 4
 
 
 def cache_folder(settings) -> Path:
@@ -66,6 +80,71 @@ def run_key(settings, files: Iterable[tuple[str, str, str, bool]]) -> str:
     for display, name, content, explicit in files:
         digest.update(f"\0{display}\0{name}\0{content}\0{int(explicit)}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def analysis_key(settings, files: Iterable[tuple[str, str]]) -> str:
+    """The key of an analysis record: the project's files (display path, module name) without
+    their contents. Which files a run names or reports on is not part of it: any run over the
+    same project can reuse the analysis (a one-file run after a whole run)."""
+    digest = hashlib.blake2b(digest_size=20)
+    header = json.dumps(["analysis", FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd()])
+    digest.update(header.encode())
+    for display, name in sorted(files):
+        digest.update(f"\0{display}\0{name}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@dataclass
+class Searches:
+    """What an analysis looked for in every file's raw text: substrings, names called
+    (`name(`) and names defined (`def name(`)."""
+
+    tokens: set[bytes] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    defs: set[str] = field(default_factory=set)
+
+    def update(self, other: "Searches") -> None:
+        self.tokens |= other.tokens
+        self.calls |= other.calls
+        self.defs |= other.defs
+
+    def would_find(self, data: bytes) -> bool:
+        """Whether one of the searches finds this text."""
+        return (
+            any(token in data for token in self.tokens)
+            or (bool(self.calls) and not self.calls.isdisjoint(called_names(data)))
+            or (bool(self.defs) and not self.defs.isdisjoint(defined_names(data)))
+        )
+
+
+@dataclass
+class AnalysisRecord:
+    """The engine's findings for a project (before suppressions and before choosing what a
+    run reports), with what they can depend on: each file's content hash, the files the
+    analysis parsed, the prefilter admitted or a text search returned (`dependent`), and
+    what it searched every file's text for. A later run whose changed files are none of the
+    dependent ones, are not admitted by the prefilter and are not found by any of the
+    searches gets the same findings from the engine, so it reuses them (see `reusable`).
+    `named`: files the prefilter does not admit that were parsed only because a run named
+    them (what that adds is their TRC001; the checker decides whether that differs)."""
+
+    hashes: dict[str, str]
+    dependent: set[str]
+    searches: Searches
+    findings: list[Finding]
+    named: set[str] = field(default_factory=set)
+
+    def reusable(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> bool:
+        """`hashes`/`data`: this run's content hash and bytes per display path; `admitted`:
+        the display paths the prefilter admits now."""
+        if hashes.keys() != self.hashes.keys():
+            return False
+        for display, content in hashes.items():
+            if content == self.hashes[display]:
+                continue
+            if display in self.dependent or display in admitted or self.searches.would_find(data[display]):
+                return False
+        return True
 
 
 def _location(location: Location) -> list[int]:
@@ -120,6 +199,8 @@ APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
 FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
+ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "dependent", "named", "tokens", "calls", "defs", "digest", "findings"})
+HASH = re.compile(r"[0-9a-f]{32}")
 
 
 def _int(value, lowest: int) -> int:
@@ -274,23 +355,98 @@ class ResultCache:
         }
         data["findings"] = [finding_to_data(f) for f in findings]
         data["digest"] = findings_digest(data["findings"])
+        self._write(self._entry(key), data, "results-*.json")
+
+    def _write(self, path: Path, data: dict, pattern: str) -> None:
+        """Write atomically; a cache that cannot be written is no error (the run stands)."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()
-            handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
+            handle, temporary = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
                     json.dump(data, out, separators=(",", ":"))
-                os.replace(temporary, self._entry(key))
+                os.replace(temporary, path)
             except BaseException:
                 try:
                     os.unlink(temporary)
                 except OSError:
                     pass
                 raise
-            self._prune()
+            self._prune(pattern)
         except OSError:
             pass
+
+    # -- analysis records -------------------------------------------------------------------
+    def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:
+        state = hashlib.blake2b(json.dumps(hashes, sort_keys=True).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        return self.folder / f"analysis-{key}-{state}.json"
+
+    def touch_analysis(self, key: str, hashes: dict[str, str]) -> None:
+        """Mark the record of these contents as the newest (a run served from a result entry
+        saw them last): the next edit starts from it."""
+        try:
+            os.utime(self._analysis_entry(key, hashes))
+        except OSError:
+            pass
+
+    def find_analysis(self, key: str, files: Iterable[str], fits: Callable[["AnalysisRecord"], bool]) -> Optional[AnalysisRecord]:
+        """The newest of the records stored under `key` (one per state of the files, the
+        newest few) that `fits` accepts, or None. Several are kept so that undoing an edit
+        finds the record of the files before it."""
+        self.last_rejection = ""
+        candidates = []
+        for path in self.folder.glob(f"analysis-{key}-*.json"):
+            try:
+                candidates.append((path.stat().st_mtime_ns, path))
+            except OSError:
+                continue
+        candidates.sort(reverse=True)
+        files = frozenset(files)
+        for _, path in candidates[:ANALYSIS_TRIES]:
+            data = _read_regular_file(path, MAX_ENTRY_BYTES)
+            if data is None:
+                continue
+            try:
+                record = self._decode_analysis(data, key, files)
+            except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
+                self.last_rejection = f"{type(error).__name__}: {error}"[:200]
+                continue
+            if fits(record):
+                return record
+        return None
+
+    def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, ANALYSIS_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        hashes = entry["hashes"]
+        if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
+            raise BadEntry("bad content hashes")
+        dependent = _list(entry["dependent"], len(files))
+        if not all(type(d) is str and d in files for d in dependent):
+            raise BadEntry("bad dependent files")
+        named = _list(entry["named"], len(files))
+        if not all(type(d) is str and d in files for d in named):
+            raise BadEntry("bad named files")
+        tokens, calls, defs = ([_text(t) for t in _list(entry[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
+        items = _list(entry["findings"], MAX_INT)
+        if entry["digest"] != findings_digest([hashes, dependent, named, tokens, calls, defs, items]):
+            raise BadEntry("a record that does not match its digest")
+        findings = [finding_from_data(item, files) for item in items]
+        searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
+        return AnalysisRecord(hashes, set(dependent), searches, findings, set(named))
+
+    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+        # Tokens are bytes; latin-1 maps each byte to one character and back.
+        tokens = sorted(t.decode("latin-1") for t in record.searches.tokens)
+        calls, defs = sorted(record.searches.calls), sorted(record.searches.defs)
+        items = [finding_to_data(f) for f in record.findings]
+        dependent, named = sorted(record.dependent), sorted(record.named)
+        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "dependent": dependent, "named": named, "tokens": tokens, "calls": calls, "defs": defs, "findings": items}
+        data["digest"] = findings_digest([record.hashes, dependent, named, tokens, calls, defs, items])
+        self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:
         # As ruff does: keep the folder out of git and out of backups.
@@ -302,9 +458,9 @@ class ResultCache:
                 except OSError:
                     pass
 
-    def _prune(self) -> None:
+    def _prune(self, pattern: str) -> None:
         entries = []
-        for path in self.folder.glob("results-*.json"):
+        for path in self.folder.glob(pattern):
             try:
                 entries.append((path.stat().st_mtime, path))
             except OSError:

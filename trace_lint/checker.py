@@ -119,6 +119,7 @@ def check(
 
     raw: dict[int, bytes] = {}
     run_key = None
+    hashes: Optional[list[tuple[str, tuple[str, ...], str, int]]] = None
     if cache is not None and not result.errors:
         from .cache import content_hash, run_key as make_key
 
@@ -135,10 +136,13 @@ def check(
             run_key = make_key(settings, hashes)
             hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
             if hit is not None:
+                from .cache import analysis_key
+
+                cache.touch_analysis(analysis_key(settings, [(e[2], e[1]) for e in entries]), {display: content for display, _name, content, _role in hashes})
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
     with collection_paused():
-        findings = _analyse(entries, raw, settings, result, jobs, progress)
+        findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes)
     if run_key is not None and not result.errors:
         cache.store(run_key, findings, result.files_checked)
     return result if not findings else CheckResult(findings, result.errors, result.files_checked)
@@ -187,7 +191,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
     return admitted
 
 
-def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress) -> list[Finding]:
+def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache=None, hashes=None) -> list[Finding]:
     admitted = _admitted(entries, raw, settings)
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
     selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
@@ -195,11 +199,9 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         # Nothing can be found: libcst and the rules are never imported.
         return []
     from .analyzer.engine import Engine
+    from .analyzer.prefilter import enabled as prefilter_enabled
     from .analyzer.project import ModuleInfo, Project
-    from .analyzer.source import decode
-    from .analyzer.suppressions import apply_suppressions, install_suppression_facts
-    from .rules import ALL_RULES, BY_CODE, selected_codes
-    from .rules.analysis import UnusedSuppression
+    from .rules import ALL_RULES, selected_codes
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
     project = Project(modules)
@@ -209,6 +211,24 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     # What the engine would compute itself: admitted modules and explicit ones, in order.
     candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
     enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
+
+    record = None
+    if cache is not None and admitted is not None and prefilter_enabled():
+        from .cache import AnalysisRecord, Searches, analysis_key
+
+        admitted_paths = {entries[i][2] for i in admitted}
+        named = {entries[i][2] for i in explicit_indexes} - admitted_paths
+        record_key = analysis_key(settings, [(e[2], e[1]) for e in entries])
+        current = {display: content for display, _name, content, _role in hashes}
+        data = {entries[i][2]: content for i, content in raw.items()}
+        previous = cache.find_analysis(record_key, current, lambda record: _still_holds(record, current, data, admitted_paths, named, modules))
+        if previous is not None:
+            # No file the engine's findings depend on has changed: the engine would find
+            # the same (tests/test_analysis_reuse.py checks runs with and without it).
+            cache.store_analysis(record_key, AnalysisRecord(current, previous.dependent | named, previous.searches, previous.findings, previous.named | named))
+            return _reported(previous.findings, project, modules, entries, {}, settings, result, enabled, progress)
+        record = AnalysisRecord(current, admitted_paths, Searches(), [], named)
+
     if progress is not None:
         progress.start(len(modules))
 
@@ -224,11 +244,65 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         facts = parallel.facts
         for note in parallel.notes:
             print(f"trace-lint: {note}", file=sys.stderr)
+        if record is not None:
+            record.dependent |= parallel.dependent
+            record.searches.update(parallel.searches)
     else:
         engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
         engine.always_parse = explicit
         raw_findings = engine.run()
         result.errors.extend(engine.internal_errors)
+    if record is not None and not result.errors:
+        record.dependent |= dependent_files(project)
+        record.searches.update(searches_of(project))
+        record.findings = raw_findings
+        cache.store_analysis(record_key, record)
+    return _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress)
+
+
+def _still_holds(record, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str], named: set[str], modules) -> bool:
+    """Whether the engine would find `record.findings` again in this run. Besides the files'
+    contents (`AnalysisRecord.reusable`), the files named only in this run or only in the
+    record's: a named file is parsed, which adds its TRC001 and nothing else (the prefilter
+    does not admit it: it holds no capture), so it must parse, or its TRC001 must not be in
+    the record for a run that no longer names it."""
+    from .rules.analysis import UnparsableFile
+
+    if not record.reusable(hashes, data, admitted):
+        return False
+    unparsable = {f.filename for f in record.findings if f.code == UnparsableFile.code}
+    if unparsable & (record.named - named):
+        return False
+    by_display = {m.display_path: m for m in modules}
+    for display in named - record.named - record.dependent:
+        module = by_display[display]
+        module.load()
+        if module.parse_error is not None:
+            return False
+    return True
+
+
+def searches_of(project):
+    from .cache import Searches
+
+    return Searches(set(project.searched_tokens), set(project.searched_calls), set(project.searched_defs))
+
+
+def dependent_files(project) -> set[str]:
+    """Display paths of the files a run's findings can depend on: parsed, or returned by a
+    search of every file's text."""
+    hits = project.search_hits
+    return {m.display_path for m in project.modules if m._loaded or id(m) in hits}
+
+
+def _reported(raw_findings: list[Finding], project, modules, entries, facts, settings: Settings, result: CheckResult, enabled, progress) -> list[Finding]:
+    """What the run reports of the engine's findings: those the named paths select, after
+    suppressions (reported unused ones included) and per-file ignores."""
+    from .analyzer.source import decode
+    from .analyzer.suppressions import apply_suppressions, install_suppression_facts
+    from .rules import BY_CODE
+    from .rules.analysis import UnusedSuppression
+
     selected = {m.display_path for m, entry in zip(modules, entries) if entry[4] & SELECTED}
     for module in modules:
         if module.read_error and module.display_path in selected:

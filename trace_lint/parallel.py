@@ -29,9 +29,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from .analyzer.findings import Finding
+
+if TYPE_CHECKING:
+    from .cache import Searches
 
 # `jobs` for "decide from the work and the machine" (no -j given).
 AUTO = 0
@@ -51,6 +54,9 @@ class ShardResult:
     facts: dict[str, tuple] = field(default_factory=dict)
     # (display path, qualname) -> the capture kinds that reach the function in this shard.
     kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+    # What the shard's findings can depend on (see checker.dependent_files).
+    dependent: set[str] = field(default_factory=set)
+    searches: Optional["Searches"] = None
 
 
 @dataclass
@@ -58,6 +64,8 @@ class ParallelResult:
     findings: list[Finding]
     internal_errors: list[str]
     facts: dict[str, tuple]
+    dependent: set[str] = field(default_factory=set)
+    searches: Optional["Searches"] = None
     # Things the user may want to know that change no finding (a worker that died).
     notes: list[str] = field(default_factory=list)
 
@@ -123,6 +131,10 @@ def _analyse_share(project, settings, codes, explicit, share, with_facts: bool) 
     for function in engine.reach:
         key = (function.module.display_path, function.qualname)
         result.kinds[key] = engine.capture_kinds(function, None)
+    from .checker import dependent_files, searches_of
+
+    result.dependent = dependent_files(project)
+    result.searches = searches_of(project)
     return result
 
 
@@ -371,7 +383,14 @@ def merge(parts: Sequence[ShardResult]) -> ParallelResult:
     merged: dict[tuple[str, int, int, str], Finding] = {}
     errors: list[str] = []
     facts: dict[str, tuple] = {}
+    from .cache import Searches
+
+    dependent: set[str] = set()
+    searches = Searches()
     for part in parts:
+        dependent |= part.dependent
+        if part.searches is not None:
+            searches.update(part.searches)
         for finding in part.findings:
             key = (finding.filename, finding.location.row, finding.location.column, finding.code)
             existing = merged.get(key)
@@ -386,4 +405,4 @@ def merge(parts: Sequence[ShardResult]) -> ParallelResult:
                 errors.append(error)
         for name, value in part.facts.items():
             facts.setdefault(name, value)
-    return ParallelResult(list(merged.values()), errors, facts)
+    return ParallelResult(list(merged.values()), errors, facts, dependent, searches)

@@ -19,6 +19,7 @@ from . import syntax_limits
 from .bindings import ScopeBindings
 from .source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from .syntax_walk import Span, children, parse_module, positions
+from .text_index import called_names, count_words, defined_names
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -981,30 +982,7 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
 
 
 
-_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-# `def name(`; a match preceded by a word character (`undef name(`) is dropped by hand,
-# since a lookbehind would stop `re` from searching for the literal first.
-_DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
-
-
-# Every word followed by `(` (a word is matched whole: finditer starts at its first letter).
-_CALLED = re.compile(rb"(\w+)\s*\(")
 _SCANS_BEFORE_INDEX = 32
-
-
-def count_words(pattern: re.Pattern, data: bytes, limit: Optional[int] = None) -> int:
-    """Matches of a pattern that starts with a literal word, not preceded by a word
-    character. (A leading `\\b` would stop `re` from searching for the literal first.)"""
-    count = 0
-    for match in pattern.finditer(data):
-        start = match.start()
-        if start == 0 or data[start - 1] not in _WORD_BYTES:
-            count += 1
-            if limit is not None and count >= limit:
-                break
-    return count
 
 
 BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
@@ -1066,6 +1044,17 @@ class Project:
         self._defs: Optional[dict[str, list[ModuleInfo]]] = None
         self._calls: Optional[dict[str, list[ModuleInfo]]] = None
         self._calling_asked = 0
+        # What the analysis learnt from files without parsing them: the tokens it searched
+        # every file's raw text for, and the files a search returned. A file outside both
+        # (and never parsed) cannot have changed a finding (see cache.AnalysisRecord).
+        self.searched_tokens: set[bytes] = set()
+        self.searched_calls: set[str] = set()
+        self.searched_defs: set[str] = set()
+        self.search_hits: set[int] = set()
+
+    def _searched(self, found: list[ModuleInfo]) -> list[ModuleInfo]:
+        self.search_hits.update(id(m) for m in found)
+        return found
 
     def module(self, name: str) -> Optional[ModuleInfo]:
         candidates = self.by_name.get(name)
@@ -1089,7 +1078,8 @@ class Project:
 
     def modules_mentioning(self, *tokens: bytes) -> list[ModuleInfo]:
         """Modules whose raw text contains any of the tokens (a cheap textual prefilter)."""
-        return [m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)]
+        self.searched_tokens.update(tokens)
+        return self._searched([m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)])
 
     def modules_defining(self, name: str) -> list[ModuleInfo]:
         """One entry per `def name(` in the raw text of the project (one scan, on first use)."""
@@ -1097,11 +1087,10 @@ class Project:
             self._defs = {}
             for module in self.modules:
                 data = self.raw_bytes(module)
-                for match in _DEF.finditer(data):
-                    start = match.start()
-                    if start == 0 or data[start - 1] not in _WORD_BYTES:
-                        self._defs.setdefault(match.group(1).decode("utf-8", "replace"), []).append(module)
-        return self._defs.get(name, [])
+                for name_defined in defined_names(data):
+                    self._defs.setdefault(name_defined, []).append(module)
+        self.searched_defs.add(name)
+        return self._searched(self._defs.get(name, []))
 
     def modules_calling(self, name: str) -> list[ModuleInfo]:
         """Modules whose text has `name(`: the only ones that can call a function by that name."""
@@ -1110,13 +1099,14 @@ class Project:
             # Asked often (trace-dense code): one pass over every file beats a pass per name.
             self._calls = {}
             for module in self.modules:
-                for called in set(_CALLED.findall(self.raw_bytes(module))):
-                    self._calls.setdefault(called.decode("utf-8", "replace"), []).append(module)
+                for called in called_names(self.raw_bytes(module)):
+                    self._calls.setdefault(called, []).append(module)
+        self.searched_calls.add(name)
         if self._calls is not None:
-            return list(self._calls.get(name, []))
-        pattern = re.compile(re.escape(name.encode()) + rb"\s*\(")
+            return self._searched(list(self._calls.get(name, [])))
         token = name.encode()
-        return [m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)]
+        pattern = re.compile(re.escape(token) + rb"\s*\(")
+        return self._searched([m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)])
 
     # -- names -----------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:

@@ -1,0 +1,304 @@
+"""Reusing the engine's findings across edits (`cache.AnalysisRecord`): a run whose changed
+files the findings cannot depend on skips the engine, and gives what a `--no-cache` run
+gives. Every test compares with the shortcut on and off."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trace_lint.analyzer import engine as engine_module
+from trace_lint.cache import ResultCache
+from trace_lint.checker import check
+from trace_lint.config import load_settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+MODEL = '''\
+import ttnn
+
+
+class Model:
+    def forward(self, x):
+        host = ttnn.to_torch(x)
+        return ttnn.relu(x)
+'''
+
+RUNNER = '''\
+import ttnn
+
+from pkg.model import Model
+
+
+def capture(device, x):
+    model = Model()
+    model.forward(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = model.forward(x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+'''
+
+PLAIN = '''\
+def scale(values, factor):
+    return [v * factor for v in values]
+'''
+
+
+class EngineRuns:
+    """Counts engine runs: a reused analysis runs none."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        real = engine_module.Engine.run
+
+        def run(engine):
+            self.count += 1
+            return real(engine)
+
+        monkeypatch.setattr(engine_module.Engine, "run", run)
+
+
+def _project(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")  # the project root, however a run names it
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "model.py").write_text(MODEL)
+    (root / "pkg" / "runner.py").write_text(RUNNER)
+    (root / "pkg" / "plain.py").write_text(PLAIN)
+    (root / "pkg" / "other.py").write_text(PLAIN)
+    return root
+
+
+def _run(paths, root: Path, cache=None):
+    result = check(paths, load_settings(root), cache=cache, whole_program=True)
+    return [(f.filename, f.location.row, f.code, f.message, [[(s.filename, s.location.row) for s in c] for c in f.chains]) for f in result.findings], result.errors
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = _project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    return root
+
+
+def _edited_run(project: Path, tmp_path, monkeypatch, name: str, text: str):
+    """Fill the cache, write `text` to pkg/`name`, run again with the cache: (findings,
+    engine runs), after checking that the run without the cache agrees."""
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    runs = EngineRuns(monkeypatch)
+    (project / "pkg" / name).write_text(text)
+    edited = _run([project], project, cache)
+    count = runs.count
+    assert edited == _run([project], project)
+    return edited[0], count
+
+
+def test_an_edit_the_findings_cannot_depend_on_reuses_the_analysis(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    first = _run([project], project, cache)
+    assert [(f[0], f[1], f[2]) for f in first[0]] == [("pkg/model.py", 6, "TRC102")]
+    runs = EngineRuns(monkeypatch)
+    (project / "pkg" / "plain.py").write_text(PLAIN + "\n\ndef shift(values, by):\n    return [v + by for v in values]\n")
+    reused = _run([project], project, cache)
+    assert runs.count == 0
+    assert reused == _run([project], project) == first
+
+
+def test_an_edit_of_reached_code_runs_the_engine(project, tmp_path, monkeypatch):
+    edited, runs = _edited_run(project, tmp_path, monkeypatch, "model.py", MODEL.replace("host = ttnn.to_torch(x)", "host = x"))
+    assert (edited, runs) == ([], 1)
+
+
+def test_a_new_capture_in_an_unread_file_runs_the_engine(project, tmp_path, monkeypatch):
+    edited, runs = _edited_run(project, tmp_path, monkeypatch, "other.py", RUNNER.replace("def capture", "def capture_again"))
+    assert runs == 1
+    assert [(f[0], f[1], f[2]) for f in edited] == [("pkg/model.py", 6, "TRC102")]
+    assert len(edited[0][4]) == 2  # reached from both captures now
+
+
+def test_an_unread_file_that_gains_a_searched_token_runs_the_engine(project, tmp_path, monkeypatch):
+    # TRC405 searches every file's text for `open_device`.
+    opener = "import ttnn\nfrom pkg.runner import capture\n\n\ndef main(x):\n    device = ttnn.open_device(device_id=0)\n    return capture(device, x)\n"
+    edited, runs = _edited_run(project, tmp_path, monkeypatch, "plain.py", opener)
+    assert runs == 1
+    assert ("pkg/plain.py", 6, "TRC405") in [(f[0], f[1], f[2]) for f in edited]
+
+
+def test_a_one_file_run_reuses_the_whole_run(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    runs = EngineRuns(monkeypatch)
+    for name in ("plain.py", "runner.py", "model.py"):
+        path = project / "pkg" / name
+        assert _run([path], project, cache) == _run([path], project)
+    assert runs.count == 3  # the three runs without the cache
+
+
+def test_a_named_file_that_does_not_parse_is_reported_and_not_reused(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    broken = project / "pkg" / "other.py"
+    broken.write_text("def scale(values:\n")
+    runs = EngineRuns(monkeypatch)
+    named = _run([broken], project, cache)
+    assert runs.count == 1
+    assert named == _run([broken], project)
+    assert [(f[0], f[2]) for f in named[0]] == [("pkg/other.py", "TRC001")]
+    # The folder run does not name it, so the prefilter leaves it unparsed: no TRC001. The
+    # record from before the file broke still holds (nothing read it).
+    runs.count = 0
+    assert _run([project], project, cache) == _run([project], project)
+    assert runs.count == 1
+
+
+def test_a_record_that_reports_a_named_file_is_not_reused_by_a_run_that_does_not_name_it(project, tmp_path, monkeypatch):
+    broken = project / "pkg" / "other.py"
+    broken.write_text("def scale(values:\n")
+    cache = ResultCache(tmp_path / "cache")
+    assert [(f[0], f[2]) for f in _run([broken], project, cache)[0]] == [("pkg/other.py", "TRC001")]
+    runs = EngineRuns(monkeypatch)
+    folder = _run([project], project, cache)
+    assert runs.count == 1
+    assert folder == _run([project], project)
+    assert "TRC001" not in [f[2] for f in folder[0]]
+
+
+def _edits(text: str, callee: str) -> list[str]:
+    return [
+        text + "\n\ndef _probe_helper(values):\n    return [v for v in values]\n",
+        text + f"\n\ndef _probe_caller(x):\n    return {callee}(x)\n",
+        text
+        + "\n\nimport ttnn as _probe_ttnn\n\n\ndef _probe_capture(device, x):\n"
+        + "    tid = _probe_ttnn.begin_trace_capture(device, cq_id=0)\n"
+        + "    y = _probe_ttnn.to_torch(x)\n"
+        + "    _probe_ttnn.end_trace_capture(device, tid, cq_id=0)\n    return y\n",
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["semantic", "interprocedural", "revised_rules", "torch_rules"])
+def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, tmp_path, monkeypatch):
+    root = tmp_path / fixture
+    shutil.copytree(FIXTURES / fixture, root)
+    (root / "unrelated_helpers.py").write_text(PLAIN)  # a file no capture reads
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    runs = EngineRuns(monkeypatch)
+    files = sorted(root.rglob("*.py"))
+    callees = [line.split("(")[0][4:] for f in files for line in f.read_text().splitlines() if line.startswith("def ")]
+    engine_runs_cached = 0
+    edits = 0
+    for index, path in enumerate(files):
+        original = path.read_text()
+        for edited in _edits(original, callees[index % len(callees)]):
+            path.write_text(original)
+            _run([root], root, cache)  # the record now holds the original contents
+            path.write_text(edited)
+            before = runs.count
+            cached = _run([root], root, cache)
+            engine_runs_cached += runs.count - before
+            edits += 1
+            assert cached == _run([root], root), (path.relative_to(root), textwrap.shorten(edited[len(original):], 80))
+        path.write_text(original)
+    # Both paths ran: some edits reused the analysis, some could not.
+    assert 0 < engine_runs_cached < edits
+
+
+def _seal(data: dict) -> str:
+    from trace_lint.cache import findings_digest
+
+    data["digest"] = findings_digest([data[k] for k in ("hashes", "dependent", "named", "tokens", "calls", "defs", "findings")])
+    return json.dumps(data)
+
+
+RECORD_FAULTS = {
+    "truncated": lambda text: text[: len(text) // 2],
+    "not json": lambda text: "{not json",
+    "deeply nested": lambda text: "[" * 100_000 + "]" * 100_000,
+    "digest flipped": lambda text: text.replace('"digest":"', '"digest":"0'),
+    "a finding dropped, digest not resealed": lambda text: json.dumps(dict(json.loads(text), findings=json.loads(text)["findings"][1:])),
+    "a hash that is not hex": lambda text: _seal(dict(json.loads(text), hashes={k: "zz" for k in json.loads(text)["hashes"]})),
+    "a file missing from the hashes": lambda text: _seal(dict(json.loads(text), hashes=dict(list(json.loads(text)["hashes"].items())[1:]))),
+    "a dependent file outside the run": lambda text: _seal(dict(json.loads(text), dependent=["elsewhere.py"])),
+    "tokens that are not text": lambda text: _seal(dict(json.loads(text), tokens=[1, 2])),
+    "calls not a list": lambda text: _seal(dict(json.loads(text), calls="capture")),
+    "a finding with an unknown code": lambda text: _seal(dict(json.loads(text), findings=[dict(json.loads(text)["findings"][0], code="XYZ1")])),
+    "an extra key": lambda text: _seal(dict(json.loads(text), extra=1)),
+    "another version": lambda text: _seal(dict(json.loads(text), version="0.0.0-other")),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(RECORD_FAULTS))
+def test_a_damaged_record_is_never_reused(fault, project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    for entry in (tmp_path / "cache").glob("results-*.json"):
+        entry.unlink()
+    (record,) = (tmp_path / "cache").glob("analysis-*.json")
+    record.write_text(RECORD_FAULTS[fault](record.read_text()))
+    (project / "pkg" / "plain.py").write_text(PLAIN + "\n# edited\n")
+    runs = EngineRuns(monkeypatch)
+    assert _run([project], project, cache) == _run([project], project)
+    assert runs.count == 2
+    assert cache.last_rejection
+
+
+HELPER = '''\
+import ttnn
+
+
+def helper_{n}(x):
+    return ttnn.relu(x)
+'''
+
+CAPTURE = '''\
+import ttnn
+
+from pkg.helpers_{n} import helper_{n}
+
+
+def capture_{n}(device, x):
+    helper_{n}(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = helper_{n}(x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+'''
+
+
+def test_files_read_only_by_worker_processes_are_dependent(tmp_path, monkeypatch):
+    import multiprocessing
+
+    from trace_lint import parallel
+
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    for n in range(4):
+        (root / "pkg" / f"helpers_{n}.py").write_text(HELPER.format(n=n))
+        (root / "pkg" / f"capture_{n}.py").write_text(CAPTURE.format(n=n))
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(parallel, "_worker_context", lambda: (multiprocessing.get_context("fork"), True))
+    cache = ResultCache(tmp_path / "cache")
+
+    def sharded(cache=None):
+        result = check([root], load_settings(root), cache=cache, jobs=3, whole_program=True)
+        return [(f.filename, f.location.row, f.code) for f in result.findings]
+
+    assert sharded(cache) == []
+    for n in range(4):
+        helper = root / "pkg" / f"helpers_{n}.py"
+        helper.write_text(HELPER.format(n=n).replace("return ttnn.relu(x)", "print(ttnn.to_torch(x))\n    return x"))
+        assert sharded(cache) == sharded() == [(f"pkg/helpers_{n}.py", 5, "TRC102")]
+        helper.write_text(HELPER.format(n=n))
+        assert sharded(cache) == []
