@@ -157,19 +157,52 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
     finally:
         edits.restore()
     ratios["edit"] = table.row(f"trace-lint check after editing {edit_file.relative_to(root)}", edited, edited_peak)
+    unread = unread_file(work / "cache", root)
+    if unread is not None:
+        edits = Edits(unread)
+        try:
+            def edit_unread_after_filling():
+                edits.restore()
+                run_once([*check, str(root)], root)
+                edits()
+
+            edited, edited_peak = timed([*check, str(root)], repeat, root, before=edit_unread_after_filling)
+        finally:
+            edits.restore()
+        ratios["edit unread"] = table.row(f"trace-lint check after editing {unread.relative_to(root)} (no capture reads it)", edited, edited_peak)
     ruff_one, _ = timed([*ruff_check, str(one_file)], repeat, root)
     table.row(f"ruff on one file ({one_file.relative_to(root)})", ruff_one)
     one, one_file_peak = timed([*check, str(one_file), "--no-cache"], repeat, root)
     ratios["one file"] = table.row("trace-lint check ONE FILE --no-cache", one, one_file_peak)
+    run_once([*check, str(root)], root)
+
+    def forget_results():
+        for entry in (work / "cache").glob("results-*.json"):
+            entry.unlink()
+
+    one_cached, one_cached_peak = timed([*check, str(one_file)], repeat, root, before=forget_results)
+    ratios["one file cached"] = table.row("trace-lint check ONE FILE (after a whole run)", one_cached, one_cached_peak)
     if floor:
         table.row("libcst parse_module of every file (floor)", bare_parse(root, repeat))
     print(
         f"\ncold {ratios['cold']:.2f}x ruff (target <= 4x); warm {ratios['warm']:.2f}x (<= 1x); "
-        f"after an edit {ratios['edit']:.2f}x (<= 1x); one file {ratios['one file']:.2f}x ruff on the tree (<= 1x), "
+        f"after an edit {ratios['edit']:.2f}x (<= 1x), of a file no capture reads {ratios.get('edit unread', float('nan')):.2f}x; "
+        f"one file {ratios['one file']:.2f}x ruff on the tree (<= 1x), after a whole run {ratios['one file cached']:.2f}x, "
         f"{one / ruff_one:.1f}x ruff on that file; "
         f"default jobs / -j1 {cold / one_job:.2f} (<= 1); peak {cold_peak} MB (<= 300)"
     )
     return ratios
+
+
+def unread_file(cache: Path, root: Path) -> Optional[Path]:
+    """A file of the tree that the last run's analysis did not read (see cache.AnalysisRecord):
+    the first in path order."""
+    records = sorted(cache.glob("analysis-*.json"), key=lambda p: p.stat().st_mtime)
+    if not records:
+        return None
+    record = json.loads(records[-1].read_text())
+    unread = sorted(set(record["hashes"]) - set(record["dependent"]))
+    return root / unread[0] if unread else None
 
 
 # -- the language server -------------------------------------------------------------------
