@@ -55,3 +55,31 @@ def test_a_plugged_in_framework_is_found_by_prefilter_and_engine(tmp_path, monke
     assert admitted()
     found = findings_for(SOURCE, tmp_path, select=("TRC102",))
     assert [(f.location.row, f.code) for f in found] == [(7, "TRC102")]
+
+
+class NamingRecorderFramework(RecorderFramework):
+    """The same library, saying what its calls mean: rules ask it, they do not name it."""
+
+    def capture_begins(self):
+        return frozenset({"recorder.capture"})
+
+
+NESTED = """\
+import recorder
+
+
+def step(x):
+    with recorder.capture():
+        y = x.relu()
+        with recorder.capture():
+            z = y.relu()
+    return z
+"""
+
+
+def test_rules_ask_a_plugged_in_framework_what_its_calls_mean(tmp_path, monkeypatch):
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, RecorderFramework()))
+    assert findings_for(NESTED, tmp_path, select=("TRC406",)) == []
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, NamingRecorderFramework()))
+    found = findings_for(NESTED, tmp_path, select=("TRC406",))
+    assert [(f.location.row, f.code) for f in found] == [(7, "TRC406")]

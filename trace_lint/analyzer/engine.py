@@ -13,22 +13,20 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 
-from ..api_tables import tables
 from ..config import Settings
 from .calls import CallResolver
 from .effects import Effects
+from .facts import ProgramFacts, RuleContext
 from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from .findings import Finding, Location, Related
 from .project import FunctionInfo, ModuleInfo, Project
 from .regions import Region
 from .. import frameworks
-from ..frameworks.torch import CUDA_GRAPH_KINDS
 from . import syntax_limits
 from .source import decode
 from .syntax_limits import recursion_room
 from .syntax_walk import children
-from .tensors import TensorFacts, TorchFacts
 
 if TYPE_CHECKING:
     from ..rules.base import Rule
@@ -47,58 +45,6 @@ class Reach:
     """How a captured function is reached: for each root, the shortest call chain."""
 
     chains: dict[int, list[Related]] = field(default_factory=dict)
-
-
-class RuleContext:
-    """What a rule may ask about the unit of captured code it is looking at."""
-
-    def __init__(self, engine: "Engine", module: ModuleInfo, function: Optional[FunctionInfo], region: Optional[Region]):
-        self.engine = engine
-        self.project = engine.project
-        self.module = module
-        self.function = function
-        self.region = region
-        self.lexical = region is not None
-        self.in_first_use_cache = False
-        # The node being visited; rules read its ancestors.
-        self.node: Optional[cst.CSTNode] = None
-        self.tensors = engine.tensor_facts(module, function)
-        self.tables = tables()
-        # Which captures this unit runs in (a function can be reached from several).
-        self.capture_kinds: frozenset[str] = engine.capture_kinds(function, region)
-        # Recorded into a CUDA graph: torch's own contract applies (TRC501).
-        self.in_cuda_graph = bool(self.capture_kinds & CUDA_GRAPH_KINDS)
-        # The torch names of TRC1-TRC3 apply in CUDA graphs and in declared captures (framework unknown).
-        self.torch_api_applies = self.in_cuda_graph or "declared" in self.capture_kinds
-        self._torch: Optional[TorchFacts] = None
-
-    @property
-    def ancestors(self) -> list[cst.CSTNode]:
-        """Ancestors of the node being visited, outermost first, inside its function."""
-        if self.node is None:
-            return []
-        return self.module.ancestors(self.node, stop=self.function.node if self.function else None)
-
-    def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
-        return self.project.qualified_name(expr, self.module, self.function)
-
-    @property
-    def torch(self) -> TorchFacts:
-        """Host and device facts about torch tensors in this unit."""
-        if self._torch is None:
-            self._torch = self.engine.torch_facts(self.module, self.function)
-        return self._torch
-
-    def capture_time_parameters(self, function: Optional[FunctionInfo]) -> frozenset[str]:
-        """Parameters of a captured function that hold, on every call reaching it, an object
-        made during the capture (`self` of `ch.add()` after `ch = Chains()`)."""
-        return self.engine.origins.parameters(function)
-
-    def is_device_value(self, expr: cst.BaseExpression) -> bool:
-        if self.tensors.is_device_value(expr):
-            return True
-        # Torch op results count as device tensors only where the capture is a CUDA graph.
-        return self.in_cuda_graph and self.torch.is_device(expr)
 
 
 def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> bool:
@@ -316,11 +262,11 @@ def _always_leaves(body: cst.BaseSuite) -> bool:
     return bool(smalls) and isinstance(smalls[-1], (cst.Raise, cst.Return))
 
 
-def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], on_call=None) -> None:
+def walk_unit(context: RuleContext, rules: Sequence[tuple["Rule", dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None) -> None:
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, context.engine.capture_anchors(module), function, context.qualified_name)
+    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name)
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -342,7 +288,6 @@ class Engine:
         self.settings = settings
         self.rule_classes = list(rules)
         self.resolver = CallResolver(project)
-        self.tables = tables()
         self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
         self.reach: dict[FunctionInfo, Reach] = {}
@@ -352,10 +297,10 @@ class Engine:
         self.effects = Effects(self.resolver)
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
-        self._tensor_facts: dict[tuple[int, int], TensorFacts] = {}
-        self._torch_facts: dict[tuple[int, int], TorchFacts] = {}
         self._chain_of_current: list[list[Related]] = []
-        self.rules = [cls(self._report, self) for cls in self.rule_classes]
+        # All that rules read of the analysis.
+        self.facts = ProgramFacts(self)
+        self.rules = [cls(self._report, self.facts) for cls in self.rule_classes]
         self._visitors = [(rule, rule.visitors()) for rule in self.rules]
         # Modules parsed whatever the prefilter says (files named on the command line).
         self.always_parse: set[int] = set()
@@ -380,18 +325,6 @@ class Engine:
             if helpers is not None:
                 self._capture_anchors = by_module  # complete: regions and helper sites are known
         return by_module.get(id(module), [])
-
-    def tensor_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TensorFacts:
-        key = (id(module), id(function))
-        if key not in self._tensor_facts:
-            self._tensor_facts[key] = TensorFacts(self.project, function, module, self.resolver)
-        return self._tensor_facts[key]
-
-    def torch_facts(self, module: ModuleInfo, function: Optional[FunctionInfo]) -> TorchFacts:
-        key = (id(module), id(function))
-        if key not in self._torch_facts:
-            self._torch_facts[key] = TorchFacts(self.project, function, module, self.resolver)
-        return self._torch_facts[key]
 
     def capture_kinds(self, function: Optional[FunctionInfo], region: Optional[Region]) -> frozenset[str]:
         """The kinds of capture a unit is recorded in: its region's, or those of every root reaching it."""
@@ -623,12 +556,13 @@ class Engine:
             self._add_reach(target.function, root_id, [*chain, step], target.self_class)
 
     def _visit_region(self, region: Region) -> None:
-        context = RuleContext(self, region.module, region.function, region)
+        context = RuleContext(self.facts, region.module, region.function, region)
         root_id = region.root_id  # type: ignore[attr-defined]
         chain = [self.roots[root_id].related]
         walk_unit(
             context,
             [(r, v) for r, v in self._visitors if r.sees_lexical],
+            self.capture_anchors(region.module),
             on_call=lambda call: self._edge(region.function, call, root_id, chain),
         )
 
@@ -655,9 +589,9 @@ class Engine:
         cached = getattr(function, "_captured_calls", None)
         if cached is None:
             calls: list[cst.Call] = []
-            context = RuleContext(self, function.module, function, None)
+            context = RuleContext(self.facts, function.module, function, None)
             try:
-                walk_unit(context, [], on_call=calls.append)
+                walk_unit(context, [], self.capture_anchors(function.module), on_call=calls.append)
             except RecursionError:
                 self.internal_errors.append(f"{function.module.display_path}: code nested too deeply to analyse; skipped")
             cached = calls
@@ -665,8 +599,8 @@ class Engine:
         return cached
 
     def _visit_function(self, function: FunctionInfo) -> None:
-        context = RuleContext(self, function.module, function, None)
-        walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work])
+        context = RuleContext(self.facts, function.module, function, None)
+        walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work], self.capture_anchors(function.module))
 
 
 def _declared(name: Optional[str], configured: set[str]) -> bool:

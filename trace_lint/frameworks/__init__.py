@@ -12,12 +12,17 @@ from .ttnn import Ttnn
 FRAMEWORKS: tuple[Framework, ...] = (Ttnn(), TorchCudaGraphs())
 
 
-def capture_queries() -> frozenset[str]:
-    """Every framework's "is a capture being recorded now?" calls."""
+def names_of(query: str) -> frozenset[str]:
+    """The union over every framework of one of its name-set queries (`"capture_ends"`)."""
     found: frozenset[str] = frozenset()
     for framework in FRAMEWORKS:
-        found |= framework.capture_queries()
+        found |= getattr(framework, query)()
     return found
 
 
-__all__ = ["FRAMEWORKS", "Framework", "capture_queries"]
+def capture_queries() -> frozenset[str]:
+    """Every framework's "is a capture being recorded now?" calls."""
+    return names_of("capture_queries")
+
+
+__all__ = ["FRAMEWORKS", "Framework", "capture_queries", "names_of"]

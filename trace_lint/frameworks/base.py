@@ -48,5 +48,27 @@ class Framework:
         return ()
 
     def capture_queries(self) -> frozenset[str]:
+        """Dotted names of "is a capture being recorded now?" calls."""
         table = self.table
         return frozenset(getattr(table, "capture_queries", ())) if table is not None else frozenset()
+
+    # -- what a call means (asked by rules through `analyzer.facts`) ------------------------
+    def capture_begins(self) -> frozenset[str]:
+        """Dotted names whose call begins a capture, or makes the context that does."""
+        return frozenset()
+
+    def begins_capture_on_receiver(self, call: "cst.Call") -> bool:
+        """A method call that begins a capture on its receiver (`g.capture_begin()`)."""
+        return False
+
+    def capture_ends(self) -> frozenset[str]:
+        """Dotted names whose call ends a capture."""
+        return frozenset()
+
+    def ends_region(self, region: "Region", call: "cst.Call") -> bool:
+        """A call that ends this region through the region's own object (`g.capture_end()`)."""
+        return False
+
+    def tensor_methods(self) -> frozenset[str]:
+        """Methods of the framework's tensors (`copy_`): tensor work, not user code."""
+        return frozenset()

@@ -27,6 +27,22 @@ class TorchCudaGraphs(Framework):
 
         return find_cuda_graph_regions(project, function, getattr(settings, "capture_contexts", ()))
 
+    def capture_begins(self):
+        return self.table.graph_context  # `with torch.cuda.graph(g):`
+
+    def begins_capture_on_receiver(self, call):
+        import libcst as cst
+
+        return isinstance(call.func, cst.Attribute) and not call.args and call.func.attr.value in self.table.graph_begin_methods
+
+    def ends_region(self, region, call):
+        from ..analyzer.cuda_graphs import is_graph_end
+
+        return is_graph_end(region, call)
+
+    def tensor_methods(self):
+        return self.table.tensor_methods
+
     def captured_callables(self, project, resolver, modules):
         from ..analyzer.cuda_graphs import GraphedCallables
 

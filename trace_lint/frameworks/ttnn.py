@@ -18,3 +18,9 @@ class Ttnn(Framework):
         from ..analyzer.regions import find_regions  # libcst: only when asked
 
         return find_regions(project, function)
+
+    def capture_begins(self):
+        return self.table.capture_begin
+
+    def capture_ends(self):
+        return self.table.capture_end

@@ -10,7 +10,7 @@ from ..analyzer.regions import call_arguments
 from ..analyzer.syntax_walk import children
 
 if TYPE_CHECKING:
-    from ..analyzer.engine import RuleContext
+    from ..analyzer.facts import RuleContext
 
 CONTROL_FLOW = (cst.If, cst.While, cst.IfExp, cst.Assert)
 
@@ -104,17 +104,17 @@ def project_call_reads(context: RuleContext, call: cst.Call) -> Optional[bool]:
     function = context.function
     if function is None:
         return None
-    engine = context.engine
-    targets = engine.resolver.resolve_all(call, function)
+    facts = context.facts
+    targets = facts.targets(call, function)
     if not targets:
         return None
     given = [a.value for a in call.args if context.is_device_value(a.value)]
     if not given or any(a.star for a in call.args if context.is_device_value(a.value)):
         return None
     for target in targets:
-        _, arguments = engine.resolver.arguments(call, function, target.function)
+        arguments = facts.arguments_landing(call, function, target.function)
         received = {name for name, value in arguments.items() if any(value is g for g in given)}
-        if len(received) < len(given) or any(engine.effects.reads_value(target.function, name) for name in received):
+        if len(received) < len(given) or any(facts.reads_value(target.function, name) for name in received):
             return True
     return False
 

@@ -9,7 +9,7 @@ import libcst as cst
 from ..analyzer.regions import call_arguments, iter_body_nodes
 
 if TYPE_CHECKING:
-    from ..analyzer.engine import RuleContext
+    from ..analyzer.facts import RuleContext
 
 
 def to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -92,7 +92,7 @@ def is_stream_or_event(context: RuleContext, receiver: cst.BaseExpression) -> bo
         and receiver.value.value == function.params[0]
     ):
         constructor = function.cls.attribute_types.get(receiver.attr.value)
-        return constructor is not None and context.project.qualified_name(constructor, function.cls.module, None) in context.tables.torch.streams_and_events
+        return constructor is not None and context.facts.qualified_name(constructor, function.cls.module, None) in context.tables.torch.streams_and_events
     return False
 
 

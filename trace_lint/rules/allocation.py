@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -12,6 +13,9 @@ from ..api_tables import tables
 from ._common import is_none, keyword
 from ._torch import host_creation
 from .base import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from ..analyzer.facts import ProgramFacts
 
 
 class TensorCreation(Rule):
@@ -107,7 +111,7 @@ class TensorCreation(Rule):
         name = self.context.qualified_name(node.func)
         if name is not None and name in self.context.tables.ttnn.creators:
             region = self.context.region
-            if region is not None and id(node) in reallocations(region, self.analysis.project):
+            if region is not None and id(node) in reallocations(region, self.facts):
                 return  # the next trace input, allocated where the freed one was
             self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
         elif self.context.torch_api_applies:
@@ -219,9 +223,8 @@ class FreedTraceBuffer(Rule):
         # Attribute chains have no value tracking: an input is read and not bound in the region.
         chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
         chain_outputs = {key for key in bound_in if "." in key}
-        project = self.analysis.project
-        reallocated = reallocations(region, project)
-        for node, target in frees(region, project):
+        reallocated = reallocations(region, self.facts)
+        for node, target in frees(region, self.facts):
             key = chain_key(target)
             if key is None or id(node) in reallocated:
                 continue
@@ -246,7 +249,7 @@ class FreedTraceBuffer(Rule):
                 self.report(node, f"`{key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory", module=module)
 
 
-def frees(region: Region, project) -> list[tuple[cst.Call, cst.BaseExpression]]:
+def frees(region: Region, facts: ProgramFacts) -> list[tuple[cst.Call, cst.BaseExpression]]:
     """`ttnn.deallocate(t)` and `t.deallocate()` calls in the function, with what they free."""
     cached = getattr(region, "_frees", None)
     if cached is not None:
@@ -257,7 +260,7 @@ def frees(region: Region, project) -> list[tuple[cst.Call, cst.BaseExpression]]:
     for node in iter_body_nodes(region.function):
         if not isinstance(node, cst.Call):
             continue
-        name = project.qualified_name(node.func, module, region.function)
+        name = facts.qualified_name(node.func, module, region.function)
         if name in api.deallocate and node.args:
             out.append((node, node.args[0].value))
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods and name is None:
@@ -266,7 +269,7 @@ def frees(region: Region, project) -> list[tuple[cst.Call, cst.BaseExpression]]:
     return out
 
 
-def reallocations(region: Region, project) -> set[int]:
+def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     """The documented L1-input idiom: a trace input freed in the region and a tensor
     allocated under the same name later in the region, before anything reads it: ids of
     both calls (neither TRC302 nor TRC301)."""
@@ -276,7 +279,7 @@ def reallocations(region: Region, project) -> set[int]:
     module = region.module
     found: set[int] = set()
     inputs = input_names(region)
-    for free, target in frees(region, project):
+    for free, target in frees(region, facts):
         key = chain_key(target)
         if key is None or not region.contains(free):
             continue
@@ -289,17 +292,17 @@ def reallocations(region: Region, project) -> set[int]:
             if access.kind == "read":
                 break  # read again before anything new is bound to it
             value = assigned_value(access.statement)
-            if isinstance(value, cst.Call) and allocates(project, value, region):
+            if isinstance(value, cst.Call) and allocates(facts, value, region):
                 found.update((id(free), id(value)))
             break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
 
 
-def allocates(project, call: cst.Call, region: Region) -> bool:
+def allocates(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
     """A device allocation: an allocator, or a creator given a device."""
     api = tables().ttnn
-    name = project.qualified_name(call.func, region.module, region.function)
+    name = facts.qualified_name(call.func, region.module, region.function)
     if name is None:
         return False
     if name in api.device_allocators:
@@ -370,12 +373,12 @@ class UnallocatedOutput(Rule):
     def check_region(self, region: Region) -> None:
         module = region.module
         _, _, _, read_after = region_accesses(region)
-        ops = self.analysis.tables.ttnn.output_tensor_ops
+        ops = tables().ttnn.output_tensor_ops
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call) or not region.contains(node):
                 continue
             call = node.value
-            name = self.analysis.project.qualified_name(call.func, module, region.function)
+            name = self.facts.qualified_name(call.func, module, region.function)
             if name not in ops or keyword(call, "output_tensor") is not None:
                 continue
             keys = [chain_key(t.target) for t in node.targets]

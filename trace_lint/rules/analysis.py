@@ -57,7 +57,7 @@ class UnparsableFile(Rule):
     ]
 
     def check_project(self) -> None:
-        for module in self.analysis.project.modules:
+        for module in self.facts.modules:
             if module.parse_error is not None:
                 message, line, column = module.parse_error
                 self.report_at(module, line, column, message)

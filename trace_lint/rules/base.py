@@ -1,8 +1,10 @@
 """What a rule is: one class with visitor methods, its docs and its examples (as in Fixit).
 
 A rule sees captured code through `visit_<NodeType>` methods called by the engine, and
-whole regions or the whole project through `check_region` / `check_project`. It reports
-with `self.report(node, message)` and knows nothing about output formats.
+whole regions or the whole project through `check_region` / `check_project`. It reads the
+analysis through `self.facts` (the whole program) and `self.context` (the unit visited),
+both in `analyzer/facts.py`, never the engine. It reports with `self.report(node, message)`
+and knows nothing about output formats.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Optional
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ..analyzer.engine import Engine, RuleContext
+    from ..analyzer.facts import ProgramFacts, RuleContext
     from ..analyzer.findings import Fix
     from ..analyzer.regions import Region
     from ..analyzer.project import ModuleInfo
@@ -67,10 +69,10 @@ class Rule:
     # Filled by the engine for each unit of captured code it visits.
     context: "RuleContext"
 
-    def __init__(self, reporter: Callable[..., None], analysis: "Engine"):
+    def __init__(self, reporter: Callable[..., None], facts: "ProgramFacts"):
         self._reporter = reporter
-        # The whole-program facts: project, regions, call resolver.
-        self.analysis = analysis
+        # The whole-program facts: regions, calls, effects, names, modules.
+        self.facts = facts
 
     def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None) -> None:
         """Report at `node`; `fix`: the edits that resolve it (see trace_lint.fixes)."""
@@ -81,7 +83,7 @@ class Rule:
 
     def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
         """Report at a position rather than a node (a file that did not parse)."""
-        self.analysis.report_position(self, module, line, column, message)
+        self.facts.report_at(self, module, line, column, message)
 
     # Hooks for rules that look at a whole region or the whole project.
     def check_region(self, region: "Region") -> None:  # pragma: no cover - default does nothing

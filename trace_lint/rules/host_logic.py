@@ -632,7 +632,7 @@ class HostSideEffect(_HostLogicRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in python.mutating_methods:
             receiver = func.value
-            if context.function is not None and self.analysis.resolver.resolve(node, context.function) is not None:
+            if context.function is not None and self.facts.sole_target(node, context.function) is not None:
                 pass  # a project method: its own body is analysed where it is reached
             elif context.is_device_value(receiver):
                 pass  # `t.add(u)`: a tensor op, not a container mutation

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
 
-from ..analyzer.cuda_graphs import is_graph_end
 from ..analyzer.calls import callee_name, has_decorator
 from ..analyzer.dataflow import accesses
 from ..analyzer.project import FunctionInfo
@@ -15,13 +14,17 @@ from ..analyzer.regions import Region, call_arguments, iter_body_nodes
 from ..analyzer.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..analyzer.calls import Target
-from ..analyzer.effects import Effects, same_work
+from ..analyzer.effects import same_work
 from ..analyzer.tensors import TensorFacts
 from ..analyzer.values import assigned_value, input_names, same_trace
 from .allocation import allocates, released_before
 from ..analyzer.findings import Fix
 from ..fixes import source_of, statements_replacement
+from ..api_tables import tables
 from .base import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from ..analyzer.facts import ProgramFacts
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
 
@@ -39,14 +42,9 @@ def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool:
     if block is None:
         return False
-    project = rule.analysis.project
     for node in _iter_nodes(block):
-        if isinstance(node, cst.Call):
-            if node is region.end or is_graph_end(region, node):
-                return True
-            name = project.qualified_name(node.func, region.module, region.function)
-            if name in rule.analysis.tables.ttnn.capture_end:
-                return True
+        if isinstance(node, cst.Call) and (node is region.end or rule.facts.ends_capture(node, region)):
+            return True
     return False
 
 
@@ -281,14 +279,12 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
     # One pass over the region's nodes (nested scopes are not entered).
     exit_kind: Optional[str] = None
     bound: set[str] = set()
-    ends = rule.analysis.tables.ttnn.capture_end
-    project = rule.analysis.project
     for node in function.nodes:
         kind = type(node)
         if kind not in _FIX_RELEVANT or not region.contains(node):
             continue
         if kind is cst.Call:
-            if node is not region.end and (is_graph_end(region, node) or project.qualified_name(node.func, module, function) in ends):
+            if node is not region.end and rule.facts.ends_capture(node, region):
                 return None  # another end in the region: it would now run twice
         elif kind is cst.Return or kind is cst.Yield:
             exit_kind = exit_kind or ("return" if kind is cst.Return else "yield")
@@ -368,16 +364,16 @@ def _covered(rule: Rule, region: Region, node: cst.CSTNode) -> bool:
     return False
 
 
-def _stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, str]]:
+def _stale_rebindings(region: Region, facts: ProgramFacts) -> list[tuple[cst.CSTNode, str]]:
     """(statement, name) for each local trace input rebound after the region and then replayed
     (TRC403 reports them, TRC408 leaves them to it: computed once per region)."""
     cached = getattr(region, "_stale", None)
     if cached is None:
-        cached = region._stale = _find_stale_rebindings(region, project)  # type: ignore[attr-defined]
+        cached = region._stale = _find_stale_rebindings(region, facts)  # type: ignore[attr-defined]
     return cached
 
 
-def _find_stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, str]]:
+def _find_stale_rebindings(region: Region, facts: ProgramFacts) -> list[tuple[cst.CSTNode, str]]:
     module = region.module
     inputs = input_names(region)
     if not inputs:
@@ -385,7 +381,7 @@ def _find_stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, s
     executes = [e for e in region.execute_calls if module.start(e) >= region.stop and same_trace(region, e)]
     if not executes:
         return []
-    facts = TensorFacts(project, region.function, module)
+    tensors = facts.unshared_tensor_facts(module, region.function)
     out = []
     for access in accesses(region.function):
         if access.kind != "bind" or access.key not in inputs or access.position < region.stop or access.statement is None:
@@ -393,7 +389,7 @@ def _find_stale_rebindings(region: Region, project) -> list[tuple[cst.CSTNode, s
         # Rebound to another tensor, or to what may be one: a rebinding to a value that is
         # surely no tensor (a number, None, a container) leaves no stale buffer.
         value = assigned_value(access.statement)
-        if value is None or not _may_be_tensor(value, facts, project, region):
+        if value is None or not _may_be_tensor(value, tensors, facts, region):
             continue
         if released_before(region, access.statement):
             continue
@@ -409,15 +405,15 @@ _NOT_TENSORS = (
 )
 
 
-def _may_be_tensor(value: cst.BaseExpression, facts: TensorFacts, project, region: Region) -> bool:
-    if facts.is_device_value(value):
+def _may_be_tensor(value: cst.BaseExpression, tensors: TensorFacts, facts: ProgramFacts, region: Region) -> bool:
+    if tensors.is_device_value(value):
         return True
     if isinstance(value, _NOT_TENSORS):
         return False
     if isinstance(value, cst.Name) and value.value in ("None", "True", "False"):
         return False
     if isinstance(value, cst.Call):
-        name = project.qualified_name(value.func, region.module, region.function)
+        name = facts.qualified_name(value.func, region.module, region.function)
         if name is not None and "." not in name:
             return False  # a builtin: int(...), len(...), list(...)
     return True
@@ -518,7 +514,7 @@ class StaleTraceInput(Rule):
     ]
 
     def check_region(self, region: Region) -> None:
-        for statement, name in _stale_rebindings(region, self.analysis.project):
+        for statement, name in _stale_rebindings(region, self.facts):
             self.report(statement, f"`{name}` is a trace input; rebinding it makes a new tensor that replay never reads; copy into it instead", module=region.module)
 
 
@@ -652,41 +648,36 @@ class MissingWarmUp(Rule):
         ),
     ]
 
-    def __init__(self, reporter, analysis) -> None:
-        super().__init__(reporter, analysis)
+    def __init__(self, reporter, facts) -> None:
+        super().__init__(reporter, facts)
         # The project functions calling each capturing function: one search per run.
         self._callers_cache: dict[int, list] = {}
-
-    @property
-    def effects(self) -> Effects:
-        return self.analysis.effects
 
     def _user_calls(self, function: FunctionInfo, nodes: Iterable[cst.CSTNode], receiver: Optional[str]) -> list[cst.Call]:
         """Calls of user code that can reach device work among the nodes: project functions
         that reach a ttnn/torch op, locals and parameters, and `self.*` calls
         (`self.model(x)`, `self.model.forward(x)`) the analysis cannot see into."""
         module = function.module
-        project = self.analysis.project
         calls = []
         for node in nodes:
             if not isinstance(node, cst.Call):
                 continue
-            targets = self.analysis.resolver.resolve_all(node, function)
+            targets = self.facts.targets(node, function)
             if targets:
-                if any(self.effects.reaches_device_work(t) for t in targets):
+                if any(self.facts.reaches_device_work(t) for t in targets):
                     calls.append(node)
                 continue  # host helpers are not judged
             func = node.func
             root = func
             while isinstance(root, cst.Attribute):
                 root = root.value
-            if isinstance(func, cst.Name) and project.qualified_name(func, module, function) is None:
+            if isinstance(func, cst.Name) and self.facts.qualified_name(func, module, function) is None:
                 if not self._bound_to_library(func.value, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
-                if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.torch.tensor_methods:
+                if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
-                if isinstance(func.value, cst.Attribute) and func.attr.value in self.analysis.tables.host_metadata.methods:
+                if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
                     continue  # `self.state.mask.data_ptr()`: host metadata, no work at all
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`
         return calls
@@ -694,11 +685,10 @@ class MissingWarmUp(Rule):
     def _region_work(self, region: Region) -> list[cst.Call]:
         function = region.function
         receiver = function.params[0] if function.cls is not None and function.params else None
-        helpers = self._helpers()
         # A capture helper's callable is judged at each call site (and not at all when
         # nobody in the project calls the helper: its callers own the warm-up).
-        helper = helpers.helpers.get(id(function)) if helpers else None
-        stored = helpers.stored_callables(function) if helpers else set()
+        helper = self.facts.capture_helper(function)
+        stored = self.facts.callables_stored_by(function)
         calls = []
         for call in self._user_calls(function, [n for n in function.nodes if region.contains(n)], receiver):
             if helper is not None and isinstance(call.func, cst.Name) and call.func.value in helper.params:
@@ -713,12 +703,9 @@ class MissingWarmUp(Rule):
             calls.append(call)
         return calls
 
-    def _helpers(self):
-        return getattr(self.analysis, "capture_helpers", None)
-
     def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
         """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
-        project = self.analysis.project
+        facts = self.facts
         values = [
             n.value for n in iter_body_nodes(function)
             if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)
@@ -727,15 +714,15 @@ class MissingWarmUp(Rule):
         def library(expr: cst.BaseExpression) -> bool:
             if isinstance(expr, cst.IfExp):
                 return library(expr.body) and library(expr.orelse)
-            qualified = project.qualified_name(expr, function.module, function)
-            return qualified is not None and project.lookup(qualified) is None and "." in qualified
+            qualified = facts.qualified_name(expr, function.module, function)
+            return qualified is not None and facts.definition(qualified) is None and "." in qualified
 
         return bool(values) and all(library(v) for v in values)
 
     def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list) -> bool:
         if caller.module.normalized(candidate.func) == text:
             return True
-        found = self.analysis.resolver.resolve_all(candidate, caller)
+        found = self.facts.targets(candidate, caller)
         if targets and same_work(targets, found):
             return True
         return any(self._runs_argument(caller, candidate, text, target.function) for target in found)
@@ -743,11 +730,11 @@ class MissingWarmUp(Rule):
     def _runs_argument(self, caller: FunctionInfo, candidate: cst.Call, text: str, runner: FunctionInfo) -> bool:
         """The call hands the same callable (`run_once`) to a function that calls it outside
         its own captures (`self._capture_init(run_once)`, whose body is `run_once_fn()`)."""
-        _, arguments = self.analysis.resolver.arguments(candidate, caller, runner)
+        arguments = self.facts.arguments_landing(candidate, caller, runner)
         handed = {name for name, value in arguments.items() if caller.module.normalized(value) == text}
         if not handed:
             return False
-        regions = [r for r in self.analysis.regions if r.function is runner]
+        regions = self.facts.regions_in(runner)
         return any(
             type(node) is cst.Call
             and isinstance(node.func, cst.Name)
@@ -765,7 +752,7 @@ class MissingWarmUp(Rule):
         for node in function.nodes:
             if type(node) is not cst.Call:
                 continue
-            found = self.analysis.resolver.resolve_all(node, function, self_class)
+            found = self.facts.targets(node, function, self_class)
             if same_work(targets, found):
                 return True
             if any(self._runs_below(t.function, t.self_class, targets, depth + 1, seen) for t in found):
@@ -785,24 +772,14 @@ class MissingWarmUp(Rule):
                 continue
             if self._matches(function, node, text, targets):
                 return True
-            if targets and any(self._runs_below(t.function, t.self_class, targets, 1, seen) for t in self.analysis.resolver.resolve_all(node, function)):
+            if targets and any(self._runs_below(t.function, t.self_class, targets, 1, seen) for t in self.facts.targets(node, function)):
                 return True
         return False
-
-    def _callers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
-        resolver = self.analysis.resolver
-        found = []
-        for call, caller, _ in resolver.spelled_calls(function):
-            if caller is None or caller is function:
-                continue
-            if any(t.function is function for t in resolver.resolve_all(call, caller)):
-                found.append((caller, call))
-        return found
 
     def _callers_of(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
         cache = self._callers_cache
         if id(function) not in cache:
-            cache[id(function)] = self._callers(function)
+            cache[id(function)] = [(caller, call) for call, caller in self.facts.callers(function)]
         return cache[id(function)]
 
     def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
@@ -843,7 +820,7 @@ class MissingWarmUp(Rule):
         return [
             call
             for call in self._region_work(region)
-            if not self._warm(function, call, function.module.normalized(call.func), self.analysis.resolver.resolve_all(call, function), region)
+            if not self._warm(function, call, function.module.normalized(call.func), self.facts.targets(call, function), region)
         ]
 
     def check_region(self, region: Region) -> None:
@@ -872,7 +849,7 @@ class MissingWarmUp(Rule):
             return True
         if helper.cls is not None and self._class_helper_warms_itself(helper):
             return True
-        regions = [r for r in self.analysis.regions if r.function is function]
+        regions = self.facts.regions_in(function)
         for node in function.nodes:
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params:
                 if not any(r.contains(node) for r in regions):
@@ -883,7 +860,7 @@ class MissingWarmUp(Rule):
         """A method of the class helper calls the stored callable outside its regions."""
         for method in helper.capturing_methods:
             receiver = method.params[0]
-            regions = [r for r in self.analysis.regions if r.function is method]
+            regions = self.facts.regions_in(method)
             for node in method.nodes:
                 if (
                     isinstance(node, cst.Call)
@@ -897,11 +874,11 @@ class MissingWarmUp(Rule):
         return False
 
     def check_project(self) -> None:
-        helpers = self._helpers()
-        if helpers is None:
+        sites = self.facts.capture_helper_sites()
+        if not sites:
             return
-        kinds = {id(r.function): r.kind for r in self.analysis.regions}
-        for site in helpers.sites:
+        kinds = {id(r.function): r.kind for r in self.facts.regions}
+        for site in sites:
             caller = site.caller
             if caller is None or self._helper_warms_itself(site.helper):
                 continue  # module-level call sites: nothing to compare with
@@ -911,7 +888,7 @@ class MissingWarmUp(Rule):
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
-                    if not self._warm(caller, c, module.normalized(c.func), self.analysis.resolver.resolve_all(c, site.target), None)
+                    if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None)
                 ]
                 if not missing:
                     continue
@@ -985,14 +962,14 @@ class MissingTraceRegion(Rule):
     ]
 
     def check_project(self) -> None:
-        if not any(r.kind == "ttnn" for r in self.analysis.regions):
+        if not any(r.kind == "ttnn" for r in self.facts.regions):
             return
-        project = self.analysis.project
-        open_calls = self.analysis.tables.ttnn.open_device
-        reach = DeviceReach(self.analysis)
-        for module in project.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
+        # ttnn's own question: its devices are opened with the trace region's size.
+        open_calls = tables().ttnn.open_device
+        reach = DeviceReach(self.facts)
+        for module in self.facts.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
             for call, function in module.iter_calls(module.tokens_for(open_calls)):
-                name = project.qualified_name(call.func, module, function)
+                name = self.facts.qualified_name(call.func, module, function)
                 if name not in open_calls:
                     continue
                 size = keyword(call, "trace_region_size")
@@ -1017,12 +994,10 @@ class DeviceReach:
     # Steps (a binding, an argument, a return), not frames: a few frames deep.
     MAX_DEPTH = 12
 
-    def __init__(self, analysis):
-        self.analysis = analysis
-        self.project = analysis.project
-        self.resolver = analysis.resolver
+    def __init__(self, facts: ProgramFacts):
+        self.facts = facts
         self.devices_of: dict[int, set[str]] = {}
-        for region in analysis.regions:
+        for region in facts.regions:
             if region.kind == "ttnn" and region.device is not None:
                 self.devices_of.setdefault(id(region.function), set()).add(region.device)
         self._param_memo: dict[tuple[int, str], bool] = {}
@@ -1143,9 +1118,9 @@ class DeviceReach:
 
     def _record_fields(self, call: cst.Call, function: FunctionInfo) -> Optional[list[str]]:
         """The annotated fields, in order, of a project class without `__init__` constructed here."""
-        name = self.project.qualified_name(call.func, function.module, function)
-        definition = self.project.lookup(name) if name else None
-        if definition is None or isinstance(definition, FunctionInfo) or self.resolver.method(definition, "__init__") is not None:
+        name = self.facts.qualified_name(call.func, function.module, function)
+        definition = self.facts.definition(name) if name else None
+        if definition is None or isinstance(definition, FunctionInfo) or self.facts.method(definition, "__init__") is not None:
             return None
         fields = []
         for statement in definition.node.body.body:
@@ -1157,7 +1132,7 @@ class DeviceReach:
 
     def _callee(self, call: cst.Call, function: FunctionInfo):
         """The project function a call runs, and whether its first parameter is bound."""
-        target = self.resolver.resolve(call, function)
+        target = self.facts.sole_target(call, function)
         if target is not None:
             func = call.func
             called_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -1165,19 +1140,18 @@ class DeviceReach:
                 return target, True  # a construction: `self` is the new instance
             bound = target.cls is not None and isinstance(func, cst.Attribute) and not has_decorator(target, "staticmethod")
             return target, bound
-        name = self.project.qualified_name(call.func, function.module, function)
-        definition = self.project.lookup(name) if name else None
+        name = self.facts.qualified_name(call.func, function.module, function)
+        definition = self.facts.definition(name) if name else None
         if definition is not None and not isinstance(definition, FunctionInfo):
-            init = self.resolver.method(definition, "__init__")
+            init = self.facts.method(definition, "__init__")
             if init is not None:
                 return init, True  # a construction: `self` is the new instance
         return None, False
 
     def _callers(self, function: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
-        for call, caller, _ in self.resolver.spelled_calls(function):
-            if caller is None or caller is function:
-                continue
-            if self.resolver.resolve(call, caller) is function:
+        # Calls that run this function alone: a value returned by one of several is not followed.
+        for call, caller in self.facts.callers(function):
+            if self.facts.sole_target(call, caller) is function:
                 yield call, caller
 
     def _returned_captures(self, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
@@ -1188,7 +1162,7 @@ class DeviceReach:
         name = _fixture_name(function)
         if name is None:
             return self._returned_captures(function, depth, field)
-        for module in self.project.modules_mentioning(name.encode()):
+        for module in self.facts.modules_mentioning(name.encode()):
             module.load()
             for candidate in module.iter_functions((name,)):
                 if name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
@@ -1303,12 +1277,7 @@ class NestedCapture(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        tables = self.context.tables
-        name = self.context.qualified_name(node.func)
-        nested = name in tables.ttnn.capture_begin or name in tables.torch.graph_context or (
-            isinstance(node.func, cst.Attribute) and not node.args and node.func.attr.value in tables.torch.graph_begin_methods
-        )
-        if nested:
+        if self.facts.begins_capture(node, self.context.qualified_name(node.func)):
             self.report(node, "a capture begins while another is being recorded")
 
 
@@ -1389,13 +1358,12 @@ class AllocationAcrossReplay(Rule):
         """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function that free the
         value the `allocated` statement bound (the binding reaches the free: values, not
         names)."""
-        api = self.analysis.tables.ttnn
-        project = self.analysis.project
+        api = tables().ttnn
         out = []
         for node in region.function.nodes:
             if not isinstance(node, cst.Call):
                 continue
-            if project.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
+            if self.facts.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
                 target = node.args[0].value
             elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods:
                 target = node.func.value
@@ -1423,9 +1391,9 @@ class AllocationAcrossReplay(Rule):
         executes = [e for e in region.execute_calls if module.start(e) >= region.stop and same_trace(region, e)]
         if not executes:
             return
-        stale = {id(statement) for statement, _ in _stale_rebindings(region, self.analysis.project)}
+        stale = {id(statement) for statement, _ in _stale_rebindings(region, self.facts)}
         for node in iter_body_nodes(region.function):
-            if not isinstance(node, cst.Call) or module.start(node) < region.stop or not allocates(self.analysis.project, node, region):
+            if not isinstance(node, cst.Call) or module.start(node) < region.stop or not allocates(self.facts, node, region):
                 continue
             if released_before(region, node):
                 continue
