@@ -4,12 +4,14 @@
 
 1. PATH (default: a copy of the installed torch package's source folder): ruff
    `check --no-cache --select E9,F`, then `trace-lint check` cold (`--no-cache`), warm (from
-   its cache), after a one-file edit (cache filled before, one file changed), one file alone
-   (`--no-cache`), `-j1` against the default jobs, and the peak memory of the cold run.
+   its cache), after a one-file edit (cache filled before, one file changed; also of a file no
+   capture reads), one file alone (`--no-cache`, and after a whole run filled the cache),
+   `-j1` against the default jobs, and the peak memory of the cold run.
 2. A generated tree shaped like a TT-NN model repository (bench/gen_model_repo.py: `--models`
    model folders, one file with `--dense-captures` captures; 0 models: skip): the same rows,
    the 50,000-line capture file alone, and the language server's time from a `didChange` to
-   its diagnostics for an edit in the tree's 2,000-line model file.
+   its diagnostics for an edit in the tree's 2,000-line model file, and in a file no capture
+   reads.
 3. The older generated trace-dense tree (bench/gen_tree.py, `--dense` modules of each kind;
    0: skip): the same rows plus libcst's bare `parse_module` of every file (the floor).
 4. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
@@ -378,6 +380,9 @@ def main() -> None:
             captures.row("trace-lint check --no-cache (target <= 3 s)", *timed([_tool("trace-lint"), "check", str(dense_file), "--no-cache", "--exit-zero", "--output-format", "concise"], args.repeat, repo))
             if not args.no_lsp:
                 bench_lsp(repo, model_file, args.repeat, args.lsp_timeout)
+                unread = unread_file(work / "b" / "cache", repo)
+                if unread is not None:  # an edit no capture reads: the analysis is reused
+                    bench_lsp(repo, unread, args.repeat, args.lsp_timeout)
         if args.dense:
             dense = generate(work / "tree", args.dense)
             bench_tree(dense, args.repeat, work / "c", dense / "dense" / "layers_0.py", dense / "dense" / "model_0.py", "generated trace-dense tree (gen_tree.py)", floor=True)

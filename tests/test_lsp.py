@@ -284,6 +284,29 @@ async def test_syntax_error_buffer_is_a_diagnostic_and_the_server_goes_on(client
 
 
 @pytest.mark.asyncio
+async def test_edits_of_a_file_no_capture_reads_keep_every_diagnostic_right(client: LanguageClient, workspace: Path):
+    # The server keeps the project's cache: these edits reuse the analysis of model.py's
+    # capture (cache.AnalysisRecord) except where the edited file itself says otherwise.
+    (workspace / "model.py").write_text(CAPTURE, encoding="utf-8")
+    helpers = workspace / "helpers.py"
+    plain = "def scale(values, factor):\n    return [v * factor for v in values]\n"
+    helpers.write_text(plain, encoding="utf-8")
+    model_uri = open_document(client, workspace / "model.py", CAPTURE)
+    assert [d.code for d in await published(client, model_uri, 1)] == ["TRC102"]
+    uri = open_document(client, helpers, plain)
+    assert await published(client, uri, 1) == []
+    replace_text(client, uri, plain + "\ndef broken(:\n", 2)
+    assert [d.code for d in await published(client, uri, 2)] == ["TRC001"]
+    replace_text(client, uri, plain + "\n\ndef shift(values):  # noqa: TRC101\n    return values\n", 3)
+    assert [d.code for d in await published(client, uri, 3)] == ["TRC002"]
+    replace_text(client, uri, plain, 4)
+    assert await published(client, uri, 4) == []
+    client.published.clear()  # type: ignore[attr-defined]
+    replace_text(client, model_uri, CAPTURE_FIXED, 2)
+    assert await published(client, model_uri, 2) == []
+
+
+@pytest.mark.asyncio
 async def test_requests_about_unknown_documents_get_empty_answers(client: LanguageClient, workspace: Path):
     nowhere = (workspace / "missing.py").as_uri()
     actions = await client.text_document_code_action_async(

@@ -4,7 +4,8 @@ a finding or apply its fix.
 Each document is checked as part of its project (the folder of the nearest pyproject.toml
 with `[tool.trace-lint]`, else the workspace folder holding it), with the text of every
 open buffer of that project in place of the file on disk, so calls into other files resolve
-and unsaved edits count. One check covers every open document of that project.
+and unsaved edits count. One check covers every open document of that project; it reads and
+fills the project's result cache as the CLI does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from ..analyzer.discovery import discover
 from ..analyzer.findings import Edit, Finding, Related
+from ..cache import ResultCache, cache_folder
 from ..checker import check
 from ..config import ConfigError, Settings, load_settings
 from .framing import serve_stdio
@@ -200,7 +202,10 @@ class TraceLintServer(LanguageServer):
         sources = {p: text for p, _version, text in snapshot.values()}
         # Open buffers are named too: named files are always parsed (a syntax error shows).
         targets = [*([project.root] if project.root is not None else []), *sources]
-        result = check(targets, project.settings, sources=sources)
+        # The project's result cache, as the CLI keeps it: an edit that no capture reads
+        # reuses the last analysis (cache.AnalysisRecord) and costs a parse of that file.
+        cache = ResultCache(cache_folder(project.settings)) if project.root is not None else None
+        result = check(targets, project.settings, sources=sources, cache=cache)
         if result.errors:
             logger.info("trace-lint: %s", "; ".join(result.errors))
         excluded = self._excluded({p for p, _version, _text in snapshot.values()}, project.settings)
