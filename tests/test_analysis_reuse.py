@@ -52,14 +52,15 @@ def scale(values, factor):
 
 
 class EngineRuns:
-    """Counts engine runs: a reused analysis runs none."""
+    """Counts analyses (engine runs with the rules, not the parse check of named files): a
+    reused analysis runs none."""
 
     def __init__(self, monkeypatch):
         self.count = 0
         real = engine_module.Engine.run
 
         def run(engine):
-            self.count += 1
+            self.count += len(engine.rules) > 1
             return real(engine)
 
         monkeypatch.setattr(engine_module.Engine, "run", run)
@@ -142,31 +143,20 @@ def test_a_one_file_run_reuses_the_whole_run(project, tmp_path, monkeypatch):
     assert runs.count == 3  # the three runs without the cache
 
 
-def test_a_named_file_that_does_not_parse_is_reported_and_not_reused(project, tmp_path, monkeypatch):
+def test_a_named_file_that_does_not_parse_is_reported_from_a_reused_analysis(project, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "cache")
     _run([project], project, cache)
     broken = project / "pkg" / "other.py"
     broken.write_text("def scale(values:\n")
     runs = EngineRuns(monkeypatch)
     named = _run([broken], project, cache)
-    assert runs.count == 1
+    assert runs.count == 0  # naming a file no capture reads only adds its own parse check
     assert named == _run([broken], project)
     assert [(f[0], f[2]) for f in named[0]] == [("pkg/other.py", "TRC001")]
-    # The folder run does not name it, so the prefilter leaves it unparsed: no TRC001. The
-    # record from before the file broke still holds (nothing read it).
+    # The folder run does not name it, so the prefilter leaves it unparsed: no TRC001.
     runs.count = 0
-    assert _run([project], project, cache) == _run([project], project)
-    assert runs.count == 1
-
-
-def test_a_record_that_reports_a_named_file_is_not_reused_by_a_run_that_does_not_name_it(project, tmp_path, monkeypatch):
-    broken = project / "pkg" / "other.py"
-    broken.write_text("def scale(values:\n")
-    cache = ResultCache(tmp_path / "cache")
-    assert [(f[0], f[2]) for f in _run([broken], project, cache)[0]] == [("pkg/other.py", "TRC001")]
-    runs = EngineRuns(monkeypatch)
     folder = _run([project], project, cache)
-    assert runs.count == 1
+    assert runs.count == 0
     assert folder == _run([project], project)
     assert "TRC001" not in [f[2] for f in folder[0]]
 
@@ -214,7 +204,7 @@ def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, t
 def _seal(data: dict) -> str:
     from trace_lint.cache import findings_digest
 
-    data["digest"] = findings_digest([data[k] for k in ("hashes", "dependent", "named", "tokens", "calls", "defs", "findings")])
+    data["digest"] = findings_digest([data[k] for k in ("hashes", "dependent", "tokens", "calls", "defs", "facts", "findings")])
     return json.dumps(data)
 
 
@@ -230,6 +220,8 @@ RECORD_FAULTS = {
     "tokens that are not text": lambda text: _seal(dict(json.loads(text), tokens=[1, 2])),
     "calls not a list": lambda text: _seal(dict(json.loads(text), calls="capture")),
     "a finding with an unknown code": lambda text: _seal(dict(json.loads(text), findings=[dict(json.loads(text)["findings"][0], code="XYZ1")])),
+    "suppression facts with a line 0": lambda text: _seal(dict(json.loads(text), facts={k: [None, [[0, 1]]] for k in json.loads(text)["facts"]})),
+    "suppression facts for a file outside the run": lambda text: _seal(dict(json.loads(text), facts={"elsewhere.py": [None, []]})),
     "an extra key": lambda text: _seal(dict(json.loads(text), extra=1)),
     "another version": lambda text: _seal(dict(json.loads(text), version="0.0.0-other")),
 }
@@ -302,3 +294,30 @@ def test_files_read_only_by_worker_processes_are_dependent(tmp_path, monkeypatch
         assert sharded(cache) == sharded() == [(f"pkg/helpers_{n}.py", 5, "TRC102")]
         helper.write_text(HELPER.format(n=n))
         assert sharded(cache) == []
+
+
+def test_suppressions_apply_to_a_reused_analysis_without_parsing_again(project, tmp_path, monkeypatch):
+    # A multi-line statement: its noqa goes on the first line (the record keeps where each
+    # statement starts), and a second code that suppresses nothing (TRC002).
+    (project / "pkg" / "model.py").write_text(
+        MODEL.replace("host = ttnn.to_torch(x)", "host = ttnn.to_torch(  # noqa: TRC102, TRC301\n            x\n        )")
+    )
+    cache = ResultCache(tmp_path / "cache")
+    first = _run([project], project, cache)
+    assert [(f[0], f[1], f[2]) for f in first[0]] == [("pkg/model.py", 6, "TRC002")]
+    runs = EngineRuns(monkeypatch)
+    parsed = []
+    from trace_lint.analyzer import project as project_module
+
+    real = project_module.ModuleInfo.load
+
+    def load(module):
+        if not module._loaded:
+            parsed.append(module.display_path)
+        return real(module)
+
+    monkeypatch.setattr(project_module.ModuleInfo, "load", load)
+    (project / "pkg" / "plain.py").write_text(PLAIN + "\n# edited\n")
+    assert _run([project], project, cache) == first
+    assert runs.count == 0 and parsed == []
+    assert _run([project], project) == first

@@ -125,14 +125,16 @@ class AnalysisRecord:
     what it searched every file's text for. A later run whose changed files are none of the
     dependent ones, are not admitted by the prefilter and are not found by any of the
     searches gets the same findings from the engine, so it reuses them (see `reusable`).
-    `named`: files the prefilter does not admit that were parsed only because a run named
-    them (what that adds is their TRC001; the checker decides whether that differs)."""
+    Which files a run names is not part of it: the checker checks those the prefilter does
+    not admit for parse errors on their own."""
 
     hashes: dict[str, str]
     dependent: set[str]
     searches: Searches
     findings: list[Finding]
-    named: set[str] = field(default_factory=set)
+    # display path -> what suppressions need of the file's parse (suppressions.suppression_facts),
+    # for the files with findings: a reused analysis applies suppressions without parsing them.
+    facts: dict[str, tuple] = field(default_factory=dict)
 
     def reusable(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> bool:
         """`hashes`/`data`: this run's content hash and bytes per display path; `admitted`:
@@ -199,7 +201,7 @@ APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
 FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
-ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "dependent", "named", "tokens", "calls", "defs", "digest", "findings"})
+ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "dependent", "tokens", "calls", "defs", "facts", "digest", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
 
@@ -277,6 +279,22 @@ def finding_from_data(data, files: frozenset) -> Finding:
         fix=_fix(data["fix"]),
     )
     return finding
+
+
+def _facts(value, files: frozenset) -> dict[str, tuple]:
+    """Suppression facts from a record: display path -> (first code line or None, {line:
+    first line of its statement})."""
+    if type(value) is not dict or not value.keys() <= files:
+        raise BadEntry("bad suppression facts")
+    facts = {}
+    for display, item in value.items():
+        first, pairs = _list(item, 2, 2)
+        lines = {}
+        for pair in _list(pairs, MAX_INT):
+            line, start = _list(pair, 2, 2)
+            lines[_int(line, 1)] = _int(start, 1)
+        facts[display] = (None if first is None else _int(first, 1), lines)
+    return facts
 
 
 def _read_regular_file(path: Path, most: int) -> Optional[bytes]:
@@ -427,25 +445,24 @@ class ResultCache:
         dependent = _list(entry["dependent"], len(files))
         if not all(type(d) is str and d in files for d in dependent):
             raise BadEntry("bad dependent files")
-        named = _list(entry["named"], len(files))
-        if not all(type(d) is str and d in files for d in named):
-            raise BadEntry("bad named files")
         tokens, calls, defs = ([_text(t) for t in _list(entry[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
+        facts = entry["facts"]
         items = _list(entry["findings"], MAX_INT)
-        if entry["digest"] != findings_digest([hashes, dependent, named, tokens, calls, defs, items]):
+        if entry["digest"] != findings_digest([hashes, dependent, tokens, calls, defs, facts, items]):
             raise BadEntry("a record that does not match its digest")
         findings = [finding_from_data(item, files) for item in items]
         searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
-        return AnalysisRecord(hashes, set(dependent), searches, findings, set(named))
+        return AnalysisRecord(hashes, set(dependent), searches, findings, _facts(facts, files))
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
         # Tokens are bytes; latin-1 maps each byte to one character and back.
         tokens = sorted(t.decode("latin-1") for t in record.searches.tokens)
         calls, defs = sorted(record.searches.calls), sorted(record.searches.defs)
         items = [finding_to_data(f) for f in record.findings]
-        dependent, named = sorted(record.dependent), sorted(record.named)
-        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "dependent": dependent, "named": named, "tokens": tokens, "calls": calls, "defs": defs, "findings": items}
-        data["digest"] = findings_digest([record.hashes, dependent, named, tokens, calls, defs, items])
+        dependent = sorted(record.dependent)
+        facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
+        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "dependent": dependent, "tokens": tokens, "calls": calls, "defs": defs, "facts": facts, "findings": items}
+        data["digest"] = findings_digest([record.hashes, dependent, tokens, calls, defs, facts, items])
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:

@@ -198,40 +198,59 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
         # Nothing can be found: libcst and the rules are never imported.
         return []
-    from .analyzer.engine import Engine
     from .analyzer.prefilter import enabled as prefilter_enabled
     from .analyzer.project import ModuleInfo, Project
-    from .rules import ALL_RULES, selected_codes
+    from .rules import selected_codes
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
     project = Project(modules)
     for index, data in raw.items():
         project._raw[id(modules[index])] = data
     explicit = {id(m) for m, entry in zip(modules, entries) if entry[4] & EXPLICIT}
+    enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
     # What the engine would compute itself: admitted modules and explicit ones, in order.
     candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
-    enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
+    named_only: list = []
+    if admitted is not None and prefilter_enabled():
+        # A named file the prefilter does not admit holds no capture: naming it adds only its
+        # parse error (TRC001), checked on its own below, so the analysis does not depend
+        # on which files a run names.
+        admitted_indexes = set(admitted)
+        named_only = [modules[i] for i in explicit_indexes if i not in admitted_indexes]
+        candidates = [modules[i] for i in sorted(admitted_indexes)]
+        explicit = set()
+
+    raw_findings, facts = _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache)
+    if named_only:
+        raw_findings = raw_findings + _parse_errors(project, settings, named_only, enabled, raw_findings)
+    return _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress)
+
+
+def _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
+    """The engine's findings (before suppressions), and the suppression facts workers sent;
+    from the cache's analysis record where one still holds."""
+    from .analyzer.engine import Engine
+    from .analyzer.prefilter import enabled as prefilter_enabled
+    from .rules import ALL_RULES
 
     record = None
     if cache is not None and admitted is not None and prefilter_enabled():
         from .cache import AnalysisRecord, Searches, analysis_key
 
         admitted_paths = {entries[i][2] for i in admitted}
-        named = {entries[i][2] for i in explicit_indexes} - admitted_paths
         record_key = analysis_key(settings, [(e[2], e[1]) for e in entries])
         current = {display: content for display, _name, content, _role in hashes}
         data = {entries[i][2]: content for i, content in raw.items()}
-        previous = cache.find_analysis(record_key, current, lambda record: _still_holds(record, current, data, admitted_paths, named, modules))
+        previous = cache.find_analysis(record_key, current, lambda record: record.reusable(current, data, admitted_paths))
         if previous is not None:
             # No file the engine's findings depend on has changed: the engine would find
-            # the same (tests/test_analysis_reuse.py checks runs with and without it).
-            cache.store_analysis(record_key, AnalysisRecord(current, previous.dependent | named, previous.searches, previous.findings, previous.named | named))
-            return _reported(previous.findings, project, modules, entries, {}, settings, result, enabled, progress)
-        record = AnalysisRecord(current, admitted_paths, Searches(), [], named)
+            # the same (tests/test_analysis_reuse.py checks runs with and without it). The
+            # record stays as it is: later runs compare with its contents, which is as sound.
+            return previous.findings, previous.facts
+        record = AnalysisRecord(current, admitted_paths, Searches(), [])
 
     if progress is not None:
         progress.start(len(modules))
-
     parallel = None
     if jobs != 1:
         from .parallel import run_parallel
@@ -253,33 +272,35 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         raw_findings = engine.run()
         result.errors.extend(engine.internal_errors)
     if record is not None and not result.errors:
+        from .analyzer.suppressions import suppression_facts
+
         record.dependent |= dependent_files(project)
         record.searches.update(searches_of(project))
         record.findings = raw_findings
+        by_display = {m.display_path: m for m in modules}
+        for display in {f.filename for f in raw_findings}:
+            module = by_display.get(display)
+            if display in facts:
+                record.facts[display] = facts[display]
+            elif module is not None and module._loaded and not module.read_error:
+                record.facts[display] = suppression_facts(module)
         cache.store_analysis(record_key, record)
-    return _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress)
+    return raw_findings, facts
 
 
-def _still_holds(record, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str], named: set[str], modules) -> bool:
-    """Whether the engine would find `record.findings` again in this run. Besides the files'
-    contents (`AnalysisRecord.reusable`), the files named only in this run or only in the
-    record's: a named file is parsed, which adds its TRC001 and nothing else (the prefilter
-    does not admit it: it holds no capture), so it must parse, or its TRC001 must not be in
-    the record for a run that no longer names it."""
+def _parse_errors(project, settings: Settings, named: list, enabled, found: list[Finding]) -> list[Finding]:
+    """TRC001 for named files that do not parse (an engine run with only that rule, rooted
+    in them), less what the analysis already reported."""
+    from .analyzer.engine import Engine
     from .rules.analysis import UnparsableFile
 
-    if not record.reusable(hashes, data, admitted):
-        return False
-    unparsable = {f.filename for f in record.findings if f.code == UnparsableFile.code}
-    if unparsable & (record.named - named):
-        return False
-    by_display = {m.display_path: m for m in modules}
-    for display in named - record.named - record.dependent:
-        module = by_display[display]
-        module.load()
-        if module.parse_error is not None:
-            return False
-    return True
+    if UnparsableFile.code not in enabled:
+        return []
+    engine = Engine(project, settings, [UnparsableFile], roots_in=named)
+    engine.always_parse = {id(m) for m in named}
+    displays = {m.display_path for m in named}
+    known = {(f.filename, f.location, f.code) for f in found}
+    return [f for f in engine.run() if f.filename in displays and (f.filename, f.location, f.code) not in known]
 
 
 def searches_of(project):
