@@ -365,3 +365,54 @@ def test_a_free_of_another_value_under_the_same_name_does_not_release_the_alloca
     assert codes(lint(same_value), "TRC408") == []
     rebound = source.replace("SECOND", "scratch = ttnn.to_layout(x, ttnn.TILE_LAYOUT)")
     assert codes(lint(rebound), "TRC408") == [(11, "TRC408")]
+
+
+def test_a_torch_name_is_judged_by_the_bindings_that_reach_the_read(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        def step(x):
+            y = torch.relu(x)
+            if y.sum() > 0:
+                x = x + 1
+            y = y.cpu()
+            if y.sum() > 0:
+                x = x + 2
+            return x
+
+        def capture(x):
+            step(x)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step(x)
+            return g
+        """
+    )
+    # Line 5 reads the device result of `torch.relu`; line 8 reads the host copy. Judged by
+    # name alone (both bindings at once) `y` would be neither.
+    assert codes(lint(source), "TRC202") == [(5, "TRC202")]
+
+
+def test_a_torch_name_rebound_from_itself_in_a_loop_keeps_its_kind(lint):
+    source = textwrap.dedent(
+        """\
+        import torch
+
+        def step(x):
+            y = torch.relu(x)
+            for _ in range(3):
+                y = y * 0.5
+            if y.sum() > 0:
+                x = x + 1
+            return x
+
+        def capture(x):
+            step(x)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step(x)
+            return g
+        """
+    )
+    assert codes(lint(source), "TRC202") == [(7, "TRC202")]

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from ..api_tables import tables
-from .bindings import target_names as _names_in_target
 from .project import FunctionInfo, Project
 
 if TYPE_CHECKING:
@@ -146,7 +145,9 @@ class TorchFacts:
         self.function = function
         self.module = module
         self.classes = classes
-        self._names: Optional[dict[str, str]] = None
+        self._binding_kinds: dict[int, Optional[str]] = {}
+        self._judging: set[int] = set()
+        self._assumed = 0
         self._default_device_changed: Optional[bool] = None
 
     def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -175,10 +176,10 @@ class TorchFacts:
         if isinstance(expr, cst.Call) and self.qualified(expr.func) in api.device_constructor:
             positional, keywords = call_arguments(expr)
             return self.device_kind(keywords.get("type", positional[0] if positional else None), _depth + 1)
-        if isinstance(expr, cst.Name) and self.function is not None:
-            values = _bindings_of(self.function, expr.value)
-            if values and all(v is not None for v in values):
-                kinds = {self.device_kind(v, _depth + 1) for v in values}
+        if isinstance(expr, cst.Name) and self.function is not None and self.function.bindings.binds(expr.value):
+            reaching = self.function.bindings.reaching(expr.value, expr)
+            if reaching and all(b.kind in ("assign", "annassign", "walrus") and b.value is not None for b in reaching):
+                kinds = {self.device_kind(b.value, _depth + 1) for b in reaching}
                 return kinds.pop() if len(kinds) == 1 else None
         return None
 
@@ -227,7 +228,7 @@ class TorchFacts:
     def _kind_of(self, expr: cst.BaseExpression) -> Optional[str]:
         api = tables().torch
         if isinstance(expr, cst.Name):
-            return self._names_known().get(expr.value)
+            return self._name_kind(expr)
         if isinstance(expr, cst.Attribute):
             return attribute_kind(self.function, expr, self._stored_kind, "torch", self.classes)
         if isinstance(expr, (cst.Subscript,)):
@@ -282,67 +283,33 @@ class TorchFacts:
                     return "cuda"
         return kind
 
-    def _names_known(self) -> dict[str, str]:
-        if self._names is not None:
-            return self._names
-        self._names = {}  # guards recursion through aliases
-        if self.function is None:
-            return self._names
-        by_name: dict[str, list[Optional[cst.BaseExpression]]] = {}
-        for param in self.function.params:
-            by_name.setdefault(param, []).append(None)
-        for node in iter_body_nodes(self.function):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    if isinstance(target.target, cst.Name):
-                        by_name.setdefault(target.target.value, []).append(node.value)
-                    else:
-                        for name in _names_in_target(target.target):
-                            by_name.setdefault(name, []).append(None)
-            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
-                by_name.setdefault(node.target.value, []).append(node.value)
-            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
-                by_name.setdefault(node.target.value, []).append(None)
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                for name in _names_in_target(node.target):
-                    by_name.setdefault(name, []).append(None)
-            elif isinstance(node, cst.AsName):
-                for name in _names_in_target(node.name):
-                    by_name.setdefault(name, []).append(None)
-        candidates = {name: values for name, values in by_name.items() if all(v is not None for v in values)}
-        # Guess each name's kind from the bindings known without it, then keep only guesses that
-        # every binding confirms, so `y = y * 0.5` after `y = torch.relu(x)` stays a device tensor.
-        known: dict[str, str] = {}
-        for name, values in candidates.items():
-            kinds = {self._kind_of(v) for v in values} - {None}  # type: ignore[arg-type]
-            if len(kinds) == 1:
-                known[name] = kinds.pop()
-        for _ in range(8):
-            self._names = known
-            kept: dict[str, str] = {}
-            for name, values in candidates.items():
-                kinds = {self._kind_of(v) for v in values}  # type: ignore[arg-type]
-                if len(kinds) == 1 and None not in kinds:
-                    kept[name] = kinds.pop()  # type: ignore[assignment]
-            if kept == known:
-                break
-            known = kept
-        self._names = known
-        return self._names
+    def _name_kind(self, name: cst.Name) -> Optional[str]:
+        """The kind every binding of a local name that can reach this read agrees on (from
+        the binder's reaching definitions)."""
+        function = self.function
+        if function is None or not function.bindings.binds(name.value):
+            return None
+        kinds: set[Optional[str]] = set()
+        for binding in function.bindings.reaching(name.value, name):
+            if id(binding) in self._judging:
+                # A cycle (`y = y * 0.5` in a loop): this binding is taken to agree with the
+                # others while its own value is judged; answers that assumed so are not kept.
+                self._assumed += 1
+                continue
+            kinds.add(self._binding_kind(binding))
+        return kinds.pop() if len(kinds) == 1 else None
 
-
-def _bindings_of(function: FunctionInfo, name: str) -> list[Optional[cst.BaseExpression]]:
-    """The values bound to a local name by `=` (None for any other kind of binding)."""
-    if name in function.params:
-        return [None]
-    values: list[Optional[cst.BaseExpression]] = []
-    for node in iter_body_nodes(function):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value == name:
-                    values.append(node.value)
-                elif name in _names_in_target(target.target):
-                    values.append(None)
-        elif isinstance(node, (cst.For, cst.CompFor)) and name in _names_in_target(node.target):
-            values.append(None)
-    return values
+    def _binding_kind(self, binding) -> Optional[str]:
+        if id(binding) in self._binding_kinds:
+            return self._binding_kinds[id(binding)]
+        if binding.kind not in ("assign", "annassign", "walrus") or binding.value is None:
+            return None  # a parameter, a loop target, `+=`...: not known from here
+        self._judging.add(id(binding))
+        assumed_before = self._assumed
+        try:
+            kind = self._kind_of(binding.value)
+        finally:
+            self._judging.discard(id(binding))
+        if self._assumed == assumed_before:
+            self._binding_kinds[id(binding)] = kind
+        return kind
