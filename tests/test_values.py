@@ -367,6 +367,18 @@ def test_a_free_of_another_value_under_the_same_name_does_not_release_the_alloca
     assert codes(lint(rebound), "TRC408") == [(11, "TRC408")]
 
 
+# Records `step` into a CUDA graph after one eager run.
+GRAPHED_STEP = """
+
+def capture(x):
+    step(x)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(x)
+    return g
+"""
+
+
 def test_a_torch_name_is_judged_by_the_bindings_that_reach_the_read(lint):
     source = textwrap.dedent(
         """\
@@ -380,18 +392,11 @@ def test_a_torch_name_is_judged_by_the_bindings_that_reach_the_read(lint):
             if y.sum() > 0:
                 x = x + 2
             return x
-
-        def capture(x):
-            step(x)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step(x)
-            return g
         """
     )
     # Line 5 reads the device result of `torch.relu`; line 8 reads the host copy. Judged by
     # name alone (both bindings at once) `y` would be neither.
-    assert codes(lint(source), "TRC202") == [(5, "TRC202")]
+    assert codes(lint(source + GRAPHED_STEP), "TRC202") == [(5, "TRC202")]
 
 
 def test_a_torch_name_rebound_from_itself_in_a_loop_keeps_its_kind(lint):
@@ -406,13 +411,6 @@ def test_a_torch_name_rebound_from_itself_in_a_loop_keeps_its_kind(lint):
             if y.sum() > 0:
                 x = x + 1
             return x
-
-        def capture(x):
-            step(x)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step(x)
-            return g
         """
     )
-    assert codes(lint(source), "TRC202") == [(7, "TRC202")]
+    assert codes(lint(source + GRAPHED_STEP), "TRC202") == [(7, "TRC202")]
