@@ -383,7 +383,7 @@ class ResultCache:
             handle, temporary = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    json.dump(data, out, separators=(",", ":"))
+                    out.write(json.dumps(data, separators=(",", ":")))  # the C encoder; dump() streams in Python
                 os.replace(temporary, path)
             except BaseException:
                 try:
