@@ -278,3 +278,33 @@ def test_a_capture_helper_nobody_calls_is_not_judged(lint):
         """
     )
     assert trc404(lint(source)) == []
+
+
+def test_a_local_is_library_work_only_where_every_binding_reaching_the_call_is(lint):
+    source = textwrap.dedent(
+        """\
+        import ttnn
+
+        def capture(device, x, gelu, steps):
+            act = ttnn.gelu if gelu else ttnn.relu
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                y = act(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            return y
+
+        def capture_steps(device, x, steps):
+            act = ttnn.relu
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                for act in steps:
+                    x = act(x)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+            return x
+        """
+    )
+    # `act(x)` in `capture` is a ttnn op whichever branch bound it; in `capture_steps` the
+    # loop rebinds it to callables handed in, never run before the capture.
+    assert trc404(lint(source)) == [14]

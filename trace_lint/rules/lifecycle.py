@@ -672,7 +672,7 @@ class MissingWarmUp(Rule):
             while isinstance(root, cst.Attribute):
                 root = root.value
             if isinstance(func, cst.Name) and self.facts.qualified_name(func, module, function) is None:
-                if not self._bound_to_library(func.value, function):
+                if not self._bound_to_library(func, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
                 if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
@@ -703,13 +703,14 @@ class MissingWarmUp(Rule):
             calls.append(call)
         return calls
 
-    def _bound_to_library(self, name: str, function: FunctionInfo) -> bool:
-        """A local bound only to library functions (`act = ttnn.gelu if g else ttnn.relu`)."""
+    def _bound_to_library(self, name: cst.Name, function: FunctionInfo) -> bool:
+        """A local that every binding reaching the call binds to a library function
+        (`act = ttnn.gelu if g else ttnn.relu`)."""
         facts = self.facts
-        values = [
-            n.value for n in iter_body_nodes(function)
-            if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)
-        ]
+        bindings = function.bindings
+        if not bindings.binds(name.value):
+            return False
+        reaching = bindings.reaching(name.value, name)
 
         def library(expr: cst.BaseExpression) -> bool:
             if isinstance(expr, cst.IfExp):
@@ -717,7 +718,7 @@ class MissingWarmUp(Rule):
             qualified = facts.qualified_name(expr, function.module, function)
             return qualified is not None and facts.definition(qualified) is None and "." in qualified
 
-        return bool(values) and all(library(v) for v in values)
+        return bool(reaching) and all(b.kind in ("assign", "annassign") and b.value is not None and library(b.value) for b in reaching)
 
     def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list) -> bool:
         if caller.module.normalized(candidate.func) == text:
