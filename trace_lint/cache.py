@@ -332,11 +332,16 @@ class ResultCache:
         in any way (the run is then recomputed and the entry rewritten). `files`: display
         paths of the run's files; `files_checked`: how many the run checks, where known."""
         self.last_rejection = ""
-        data = _read_regular_file(self._entry(key), MAX_ENTRY_BYTES)
+        return self._read(self._entry(key), lambda data: self._decode(data, key, frozenset(files), files_checked))
+
+    def _read(self, path: Path, decode):
+        """`decode` of the entry's bytes, or None: missing, not a bounded regular file, or
+        rejected (the reason goes to `last_rejection`)."""
+        data = _read_regular_file(path, MAX_ENTRY_BYTES)
         if data is None:
             return None
         try:
-            return self._decode(data, key, frozenset(files), files_checked)
+            return decode(data)
         except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
             # RecursionError: JSON nested deeper than the parser's stack allows.
             self.last_rejection = f"{type(error).__name__}: {error}"[:200]
@@ -422,15 +427,8 @@ class ResultCache:
         candidates.sort(reverse=True)
         files = frozenset(files)
         for _, path in candidates[:ANALYSIS_TRIES]:
-            data = _read_regular_file(path, MAX_ENTRY_BYTES)
-            if data is None:
-                continue
-            try:
-                record = self._decode_analysis(data, key, files)
-            except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
-                self.last_rejection = f"{type(error).__name__}: {error}"[:200]
-                continue
-            if fits(record):
+            record = self._read(path, lambda data: self._decode_analysis(data, key, files))
+            if record is not None and fits(record):
                 return record
         return None
 

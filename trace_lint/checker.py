@@ -136,9 +136,7 @@ def check(
             run_key = make_key(settings, hashes)
             hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
             if hit is not None:
-                from .cache import analysis_key
-
-                cache.touch_analysis(analysis_key(settings, [(e[2], e[1]) for e in entries]), {display: content for display, _name, content, _role in hashes})
+                cache.touch_analysis(*_analysis_inputs(settings, entries, hashes))
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
     with collection_paused():
@@ -235,11 +233,10 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
 
     record = None
     if cache is not None and admitted is not None and prefilter_enabled():
-        from .cache import AnalysisRecord, Searches, analysis_key
+        from .cache import AnalysisRecord, Searches
 
         admitted_paths = {entries[i][2] for i in admitted}
-        record_key = analysis_key(settings, [(e[2], e[1]) for e in entries])
-        current = {display: content for display, _name, content, _role in hashes}
+        record_key, current = _analysis_inputs(settings, entries, hashes)
         data = {entries[i][2]: content for i, content in raw.items()}
         previous = cache.find_analysis(record_key, current, lambda record: record.reusable(current, data, admitted_paths))
         if previous is not None:
@@ -286,6 +283,13 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
                 record.facts[display] = suppression_facts(module)
         cache.store_analysis(record_key, record)
     return raw_findings, facts
+
+
+def _analysis_inputs(settings: Settings, entries, hashes) -> tuple[str, dict[str, str]]:
+    """The key of the project's analysis records, and each file's content hash by display path."""
+    from .cache import analysis_key
+
+    return analysis_key(settings, [(entry[2], entry[1]) for entry in entries]), {display: content for display, _name, content, _role in hashes}
 
 
 def _parse_errors(project, settings: Settings, named: list, enabled, found: list[Finding]) -> list[Finding]:
