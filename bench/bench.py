@@ -148,29 +148,11 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
     run_once([*check, str(root)], root)  # fill the cache
     warm, warm_peak = timed([*check, str(root)], repeat, root)
     ratios["warm"] = table.row("trace-lint check (warm cache)", warm, warm_peak)
-    edits = Edits(edit_file)
-    try:
-        def edit_after_filling():
-            edits.restore()
-            run_once([*check, str(root)], root)
-            edits()
-
-        edited, edited_peak = timed([*check, str(root)], repeat, root, before=edit_after_filling)
-    finally:
-        edits.restore()
+    edited, edited_peak = timed_after_edits(check, root, edit_file, repeat)
     ratios["edit"] = table.row(f"trace-lint check after editing {edit_file.relative_to(root)}", edited, edited_peak)
     unread = unread_file(work / "cache", root)
     if unread is not None:
-        edits = Edits(unread)
-        try:
-            def edit_unread_after_filling():
-                edits.restore()
-                run_once([*check, str(root)], root)
-                edits()
-
-            edited, edited_peak = timed([*check, str(root)], repeat, root, before=edit_unread_after_filling)
-        finally:
-            edits.restore()
+        edited, edited_peak = timed_after_edits(check, root, unread, repeat)
         ratios["edit unread"] = table.row(f"trace-lint check after editing {unread.relative_to(root)} (no capture reads it)", edited, edited_peak)
     ruff_one, _ = timed([*ruff_check, str(one_file)], repeat, root)
     table.row(f"ruff on one file ({one_file.relative_to(root)})", ruff_one)
@@ -194,6 +176,21 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
         f"default jobs / -j1 {cold / one_job:.2f} (<= 1); peak {cold_peak} MB (<= 300)"
     )
     return ratios
+
+
+def timed_after_edits(check: list[str], root: Path, path: Path, repeat: int) -> tuple[float, int]:
+    """`check` on the tree, each time after the cache was filled and then `path` edited."""
+    edits = Edits(path)
+
+    def edit_after_filling():
+        edits.restore()
+        run_once([*check, str(root)], root)
+        edits()
+
+    try:
+        return timed([*check, str(root)], repeat, root, before=edit_after_filling)
+    finally:
+        edits.restore()
 
 
 def unread_file(cache: Path, root: Path) -> Optional[Path]:
