@@ -101,7 +101,9 @@ def check(
                 if root not in project_roots:
                     project_roots.append(root)
         # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
-        around = discover(project_roots, settings, force_exclude=True)
+        # A root that is a named folder was walked already: the same files, found again.
+        walked = {real_path(p) for p in on_disk if p.is_dir()}
+        around = discover([root for root in project_roots if root not in walked], settings, force_exclude=True)
         files.extend(around.files)
         found.real.update(around.real)
     entries: list[tuple[Path, tuple[str, ...], str, Optional[str], int]] = []

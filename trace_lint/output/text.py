@@ -33,10 +33,9 @@ def concise(findings: Sequence[Finding], context: OutputContext) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _frame(finding: Finding, source: str | None) -> list[str]:
-    if source is None:
+def _frame(finding: Finding, lines: list[str] | None) -> list[str]:
+    if lines is None:
         return []
-    lines = source.splitlines()
     row = finding.location.row
     if not 1 <= row <= len(lines):
         return []
@@ -59,10 +58,15 @@ def _frame(finding: Finding, source: str | None) -> list[str]:
 
 def full(findings: Sequence[Finding], context: OutputContext) -> str:
     blocks = []
+    # Split each file once: a file can hold a thousand findings.
+    lines_of: dict[str, list[str] | None] = {}
     for finding in findings:
+        if finding.filename not in lines_of:
+            source = context.read_source(finding.filename)
+            lines_of[finding.filename] = source.splitlines() if source is not None else None
         code = _style(finding.code, "1;31", context.color)
         block = [f"{_style(finding.filename, '1', context.color)}:{finding.location.row}:{finding.location.column}: {code}{_marker(finding, context)} {finding.message}"]
-        block += _frame(finding, context.read_source(finding.filename))
+        block += _frame(finding, lines_of[finding.filename])
         # Each capture that reaches the finding is its own chain, never merged with another.
         for number, chain in enumerate(finding.chains, start=1):
             which = f" {number} of {len(finding.chains)}" if len(finding.chains) > 1 else ""
