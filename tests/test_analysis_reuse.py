@@ -129,7 +129,8 @@ def test_an_unread_file_that_gains_a_searched_token_runs_the_engine(project, tmp
     # TRC405 searches every file's text for `open_device`.
     opener = "import ttnn\nfrom pkg.runner import capture\n\n\ndef main(x):\n    device = ttnn.open_device(device_id=0)\n    return capture(device, x)\n"
     edited, runs = _edited_run(project, tmp_path, monkeypatch, "plain.py", opener)
-    assert runs == 1
+    # The group whose search finds it runs again, and the file, now admitted, as a new group.
+    assert runs == 2
     assert ("pkg/plain.py", 6, "TRC405") in [(f[0], f[1], f[2]) for f in edited]
 
 
@@ -173,8 +174,14 @@ def _edits(text: str, callee: str) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("group_bytes", [None, 1], ids=["default groups", "a group per file"])
 @pytest.mark.parametrize("fixture", ["semantic", "interprocedural", "revised_rules", "torch_rules"])
-def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, tmp_path, monkeypatch):
+def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, group_bytes, tmp_path, monkeypatch):
+    from trace_lint import parallel
+
+    if group_bytes is not None:
+        # Every candidate file its own engine run: an edit reruns only the runs it touches.
+        monkeypatch.setattr(parallel, "GROUP_BYTES", group_bytes)
     root = tmp_path / fixture
     shutil.copytree(FIXTURES / fixture, root)
     (root / "unrelated_helpers.py").write_text(PLAIN)  # a file no capture reads
@@ -183,8 +190,7 @@ def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, t
     runs = EngineRuns(monkeypatch)
     files = sorted(root.rglob("*.py"))
     callees = [line.split("(")[0][4:] for f in files for line in f.read_text().splitlines() if line.startswith("def ")]
-    engine_runs_cached = 0
-    edits = 0
+    reused = rerun = 0
     for index, path in enumerate(files):
         original = path.read_text()
         for edited in _edits(original, callees[index % len(callees)]):
@@ -193,19 +199,32 @@ def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, t
             path.write_text(edited)
             before = runs.count
             cached = _run([root], root, cache)
-            engine_runs_cached += runs.count - before
-            edits += 1
+            if runs.count == before:
+                reused += 1
+            else:
+                rerun += 1
             assert cached == _run([root], root), (path.relative_to(root), textwrap.shorten(edited[len(original):], 80))
         path.write_text(original)
     # Both paths ran: some edits reused the analysis, some could not.
-    assert 0 < engine_runs_cached < edits
+    assert reused > 0 and rerun > 0
 
 
 def _seal(data: dict) -> str:
     from trace_lint.cache import findings_digest
 
-    data["digest"] = findings_digest([data[k] for k in ("hashes", "dependent", "tokens", "calls", "defs", "facts", "findings")])
+    data["digest"] = findings_digest([data[k] for k in ("hashes", "groups", "facts")])
     return json.dumps(data)
+
+
+def _first_group(text: str, **changes) -> str:
+    """The record with its first group changed, sealed again (a well-formed digest)."""
+    data = json.loads(text)
+    data["groups"] = [dict(data["groups"][0], **changes), *data["groups"][1:]]
+    return _seal(data)
+
+
+def _group(text: str) -> dict:
+    return json.loads(text)["groups"][0]
 
 
 RECORD_FAULTS = {
@@ -213,16 +232,22 @@ RECORD_FAULTS = {
     "not json": lambda text: "{not json",
     "deeply nested": lambda text: "[" * 100_000 + "]" * 100_000,
     "digest flipped": lambda text: text.replace('"digest":"', '"digest":"0'),
-    "a finding dropped, digest not resealed": lambda text: json.dumps(dict(json.loads(text), findings=json.loads(text)["findings"][1:])),
+    "a finding dropped, digest not resealed": lambda text: json.dumps(
+        dict(json.loads(text), groups=[dict(_group(text), findings=_group(text)["findings"][1:])])
+    ),
     "a hash that is not hex": lambda text: _seal(dict(json.loads(text), hashes={k: "zz" for k in json.loads(text)["hashes"]})),
     "a file missing from the hashes": lambda text: _seal(dict(json.loads(text), hashes=dict(list(json.loads(text)["hashes"].items())[1:]))),
-    "a dependent file outside the run": lambda text: _seal(dict(json.loads(text), dependent=["elsewhere.py"])),
-    "tokens that are not text": lambda text: _seal(dict(json.loads(text), tokens=[1, 2])),
-    "calls not a list": lambda text: _seal(dict(json.loads(text), calls="capture")),
-    "a finding with an unknown code": lambda text: _seal(dict(json.loads(text), findings=[dict(json.loads(text)["findings"][0], code="XYZ1")])),
+    "a dependent file outside the run": lambda text: _first_group(text, dependent=["elsewhere.py"]),
+    "a member outside the run": lambda text: _first_group(text, members=["elsewhere.py"]),
+    "capture kinds that are not a list": lambda text: _first_group(text, kinds={"pkg/model.py": "ttnn"}),
+    "groups not a list": lambda text: _seal(dict(json.loads(text), groups=_group(text))),
+    "tokens that are not text": lambda text: _first_group(text, tokens=[1, 2]),
+    "calls not a list": lambda text: _first_group(text, calls="capture"),
+    "a finding with an unknown code": lambda text: _first_group(text, findings=[dict(_group(text)["findings"][0], code="XYZ1")]),
     "suppression facts with a line 0": lambda text: _seal(dict(json.loads(text), facts={k: [None, [[0, 1]]] for k in json.loads(text)["facts"]})),
     "suppression facts for a file outside the run": lambda text: _seal(dict(json.loads(text), facts={"elsewhere.py": [None, []]})),
     "an extra key": lambda text: _seal(dict(json.loads(text), extra=1)),
+    "an extra key in a group": lambda text: _first_group(text, extra=1),
     "another version": lambda text: _seal(dict(json.loads(text), version="0.0.0-other")),
 }
 
@@ -267,10 +292,14 @@ def capture_{n}(device, x):
 '''
 
 
-def test_files_read_only_by_worker_processes_are_dependent(tmp_path, monkeypatch):
+@pytest.mark.parametrize("group_bytes", [None, 1], ids=["one group", "a group per file"])
+def test_files_read_only_by_worker_processes_are_dependent(group_bytes, tmp_path, monkeypatch):
     import multiprocessing
 
     from trace_lint import parallel
+
+    if group_bytes is not None:
+        monkeypatch.setattr(parallel, "GROUP_BYTES", group_bytes)  # groups spread over the workers
 
     root = tmp_path / "project"
     (root / "pkg").mkdir(parents=True)
@@ -321,3 +350,97 @@ def test_suppressions_apply_to_a_reused_analysis_without_parsing_again(project, 
     assert _run([project], project, cache) == first
     assert runs.count == 0 and parsed == []
     assert _run([project], project) == first
+
+
+def _captures_project(root: Path, count: int) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    for n in range(count):
+        (root / "pkg" / f"helpers_{n}.py").write_text(HELPER.format(n=n))
+        (root / "pkg" / f"capture_{n}.py").write_text(CAPTURE.format(n=n))
+    return root
+
+
+def _groups_of_record(cache_folder: Path) -> list[list[str]]:
+    newest = max(cache_folder.glob("analysis-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    return [group["members"] for group in json.loads(newest.read_text())["groups"]]
+
+
+def test_an_edit_reruns_only_the_groups_it_touches(tmp_path, monkeypatch):
+    from trace_lint import parallel
+
+    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file
+    root = _captures_project(tmp_path / "project", 4)
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    assert _run([root], root, cache) == _run([root], root)
+    groups = _groups_of_record(tmp_path / "cache")
+    assert len(groups) >= 4 and ["pkg/capture_2.py"] in groups
+    runs = EngineRuns(monkeypatch)
+    helper = root / "pkg" / "helpers_2.py"
+    helper.write_text(HELPER.format(n=2).replace("return ttnn.relu(x)", "print(ttnn.to_torch(x))\n    return x"))
+    edited = _run([root], root, cache)
+    touched = runs.count
+    assert [(f[0], f[1], f[2]) for f in edited[0]] == [("pkg/helpers_2.py", 5, "TRC102")]
+    assert edited == _run([root], root)
+    # The capture that reaches the helper runs again (and the helper's own group, where the
+    # prefilter admits it); the three other captures' groups are reused.
+    assert 1 <= touched <= 2 < len(groups)
+
+
+TTNN_USER = '''\
+import ttnn
+
+from pkg.shared import helper
+
+
+def capture(device, x):
+    helper(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = helper(x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+'''
+
+GRAPH_USER = '''\
+import torch
+
+from pkg.shared import helper
+
+
+def capture(x):
+    helper(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = helper(x)
+    return out
+'''
+
+SHARED = '''\
+def helper(x):
+    y = x * 2
+    print("step")
+    return y
+'''
+
+
+def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path, monkeypatch):
+    from trace_lint import parallel
+
+    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "ttnn_user.py").write_text(TTNN_USER)
+    (root / "pkg" / "graph_user.py").write_text(GRAPH_USER)
+    (root / "pkg" / "shared.py").write_text(SHARED)
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    assert _run([root], root, cache) == _run([root], root)
+    # `helper` is reached from a ttnn capture in one group and a CUDA graph in the other:
+    # rules read which kinds reach a function, so one engine run decides.
+    assert _groups_of_record(tmp_path / "cache") == [["pkg/graph_user.py", "pkg/ttnn_user.py"]]

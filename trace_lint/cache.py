@@ -31,13 +31,13 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from . import __version__
 from .analyzer.findings import Edit, Finding, Fix, Location, Related
 from .analyzer.text_index import called_names, defined_names
 
-FORMAT = 2
+FORMAT = 3
 DEFAULT_DIR = ".trace-lint-cache"
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
@@ -118,35 +118,64 @@ class Searches:
 
 
 @dataclass
-class AnalysisRecord:
-    """The engine's findings for a project (before suppressions and before choosing what a
-    run reports), with what they can depend on: each file's content hash, the files the
-    analysis parsed, the prefilter admitted or a text search returned (`dependent`), and
-    what it searched every file's text for. A later run whose changed files are none of the
-    dependent ones, are not admitted by the prefilter and are not found by any of the
-    searches gets the same findings from the engine, so it reuses them (see `reusable`).
-    Which files a run names is not part of it: the checker checks those the prefilter does
-    not admit for parse errors on their own."""
+class GroupRecord:
+    """One group's engine run (see checker._engine_findings): the candidate files it was
+    rooted in, the files it parsed, the prefilter admitted or a text search returned
+    (`dependent`), what it searched every file's text for, its findings, and the kinds of
+    capture that reach each function it reached (display path, qualified name)."""
 
-    hashes: dict[str, str]
+    members: list[str]
     dependent: set[str]
     searches: Searches
     findings: list[Finding]
+    kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+
+    def touched(self, changed: dict[str, bytes], admitted: set[str]) -> bool:
+        """Whether a changed file (display path -> its bytes now) can change what this
+        group's engine run finds: one it depends on, one a search finds, or a member the
+        prefilter no longer admits."""
+        if any(member not in admitted for member in self.members):
+            return True
+        return any(display in self.dependent or self.searches.would_find(data) for display, data in changed.items())
+
+
+@dataclass
+class AnalysisRecord:
+    """The engine's findings for a project (before suppressions and before choosing what a
+    run reports), as the groups of candidate files that were analysed by their own engine
+    runs, each with what its findings can depend on (`GroupRecord`), and each file's content
+    hash. A later run reruns only the groups its changed files touch, and the files the
+    prefilter now admits that no group holds, as a group of their own; the findings are the
+    union of the groups' (as a parallel run's are). Which files a run names is not part of
+    it: the checker checks those the prefilter does not admit for parse errors on their own."""
+
+    hashes: dict[str, str]
+    groups: list[GroupRecord]
     # display path -> what suppressions need of the file's parse (suppressions.suppression_facts),
     # for the files with findings: a reused analysis applies suppressions without parsing them.
     facts: dict[str, tuple] = field(default_factory=dict)
 
-    def reusable(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> bool:
-        """`hashes`/`data`: this run's content hash and bytes per display path; `admitted`:
-        the display paths the prefilter admits now."""
+    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
+        """(indexes of the groups this run must analyse again, admitted files no group
+        holds), or None where the record is of other files. `hashes`/`data`: this run's
+        content hash and bytes per display path; `admitted`: what the prefilter admits now."""
         if hashes.keys() != self.hashes.keys():
-            return False
-        for display, content in hashes.items():
-            if content == self.hashes[display]:
-                continue
-            if display in self.dependent or display in admitted or self.searches.would_find(data[display]):
-                return False
-        return True
+            return None
+        changed = {display: data[display] for display, content in hashes.items() if content != self.hashes[display]}
+        members = {member for group in self.groups for member in group.members}
+        stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
+        return stale, sorted(admitted - members)
+
+    def reusable(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> bool:
+        """Every group holds and no admitted file is new: the engine would find the same."""
+        plan = self.plan(hashes, data, admitted)
+        return plan is not None and plan == ([], [])
+
+    @property
+    def findings(self) -> list[Finding]:
+        from .analyzer.findings import union
+
+        return union(group.findings for group in self.groups)
 
 
 def _location(location: Location) -> list[int]:
@@ -201,7 +230,8 @@ APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
 FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
-ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "dependent", "tokens", "calls", "defs", "facts", "digest", "findings"})
+ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "digest"})
+GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
 
@@ -295,6 +325,40 @@ def _facts(value, files: frozenset) -> dict[str, tuple]:
             lines[_int(line, 1)] = _int(start, 1)
         facts[display] = (None if first is None else _int(first, 1), lines)
     return facts
+
+
+def _paths(value, files: frozenset) -> list[str]:
+    paths = _list(value, len(files))
+    if not all(type(p) is str and p in files for p in paths):
+        raise BadEntry("a file outside the run")
+    return paths
+
+
+def _group(value, files: frozenset) -> GroupRecord:
+    _keys(value, GROUP_KEYS)
+    tokens, calls, defs = ([_text(t) for t in _list(value[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
+    kinds = {}
+    for item in _list(value["kinds"], MAX_INT):
+        display, qualname, names = _list(item, 3, 3)
+        if display not in files:
+            raise BadEntry("capture kinds of a file outside the run")
+        kinds[(display, _text(qualname))] = frozenset(_text(name) for name in _list(names, MAX_INT))
+    findings = [finding_from_data(item, files) for item in _list(value["findings"], MAX_INT)]
+    # Tokens are bytes; latin-1 maps each byte to one character and back.
+    searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
+    return GroupRecord(_paths(value["members"], files), set(_paths(value["dependent"], files)), searches, findings, kinds)
+
+
+def _group_data(group: GroupRecord) -> dict:
+    return {
+        "members": list(group.members),
+        "dependent": sorted(group.dependent),
+        "tokens": sorted(t.decode("latin-1") for t in group.searches.tokens),
+        "calls": sorted(group.searches.calls),
+        "defs": sorted(group.searches.defs),
+        "kinds": sorted([display, qualname, sorted(kinds)] for (display, qualname), kinds in group.kinds.items()),
+        "findings": [finding_to_data(f) for f in group.findings],
+    }
 
 
 def _read_regular_file(path: Path, most: int) -> Optional[bytes]:
@@ -413,10 +477,10 @@ class ResultCache:
         except OSError:
             pass
 
-    def find_analysis(self, key: str, files: Iterable[str], fits: Callable[["AnalysisRecord"], bool]) -> Optional[AnalysisRecord]:
-        """The newest of the records stored under `key` (one per state of the files, the
-        newest few) that `fits` accepts, or None. Several are kept so that undoing an edit
-        finds the record of the files before it."""
+    def analysis_records(self, key: str, files: Iterable[str]) -> Iterator[AnalysisRecord]:
+        """The records stored under `key` (one per state of the files), newest first, the
+        newest few that are sound. Several are kept so that undoing an edit finds the record
+        of the files before it."""
         self.last_rejection = ""
         candidates = []
         for path in self.folder.glob(f"analysis-{key}-*.json"):
@@ -428,9 +492,8 @@ class ResultCache:
         files = frozenset(files)
         for _, path in candidates[:ANALYSIS_TRIES]:
             record = self._read(path, lambda data: self._decode_analysis(data, key, files))
-            if record is not None and fits(record):
-                return record
-        return None
+            if record is not None:
+                yield record
 
     def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
         entry = json.loads(data.decode("utf-8"))
@@ -440,27 +503,16 @@ class ResultCache:
         hashes = entry["hashes"]
         if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
             raise BadEntry("bad content hashes")
-        dependent = _list(entry["dependent"], len(files))
-        if not all(type(d) is str and d in files for d in dependent):
-            raise BadEntry("bad dependent files")
-        tokens, calls, defs = ([_text(t) for t in _list(entry[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
-        facts = entry["facts"]
-        items = _list(entry["findings"], MAX_INT)
-        if entry["digest"] != findings_digest([hashes, dependent, tokens, calls, defs, facts, items]):
+        groups, facts = _list(entry["groups"], len(files) + 1), entry["facts"]
+        if entry["digest"] != findings_digest([hashes, groups, facts]):
             raise BadEntry("a record that does not match its digest")
-        findings = [finding_from_data(item, files) for item in items]
-        searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
-        return AnalysisRecord(hashes, set(dependent), searches, findings, _facts(facts, files))
+        return AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
-        # Tokens are bytes; latin-1 maps each byte to one character and back.
-        tokens = sorted(t.decode("latin-1") for t in record.searches.tokens)
-        calls, defs = sorted(record.searches.calls), sorted(record.searches.defs)
-        items = [finding_to_data(f) for f in record.findings]
-        dependent = sorted(record.dependent)
+        groups = [_group_data(group) for group in record.groups]
         facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
-        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "dependent": dependent, "tokens": tokens, "calls": calls, "defs": defs, "facts": facts, "findings": items}
-        data["digest"] = findings_digest([record.hashes, dependent, tokens, calls, defs, facts, items])
+        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts}
+        data["digest"] = findings_digest([record.hashes, groups, facts])
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:

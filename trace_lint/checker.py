@@ -227,64 +227,119 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
 
 
 def _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
-    """The engine's findings (before suppressions), and the suppression facts workers sent;
-    from the cache's analysis record where one still holds."""
-    from .analyzer.engine import Engine
+    """The engine's findings (before suppressions), and the suppression facts of files that
+    this process did not parse. With a cache, the candidate files are analysed in groups and
+    a record keeps each group's findings; a later run reruns only the groups its edits touch."""
     from .analyzer.prefilter import enabled as prefilter_enabled
-    from .rules import ALL_RULES
 
-    record = None
     if cache is not None and admitted is not None and prefilter_enabled():
-        from .cache import AnalysisRecord, Searches
-
-        admitted_paths = {entries[i][2] for i in admitted}
-        record_key, current = _analysis_inputs(settings, entries, hashes)
-        data = {entries[i][2]: content for i, content in raw.items()}
-        previous = cache.find_analysis(record_key, current, lambda record: record.reusable(current, data, admitted_paths))
-        if previous is not None:
-            # No file the engine's findings depend on has changed: the engine would find
-            # the same (tests/test_analysis_reuse.py checks runs with and without it). The
-            # record stays as it is: later runs compare with its contents, which is as sound.
-            return previous.findings, previous.facts
-        record = AnalysisRecord(current, admitted_paths, Searches(), [])
+        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache)
+    from .analyzer.engine import Engine
+    from .rules import ALL_RULES
 
     if progress is not None:
         progress.start(len(modules))
-    parallel = None
     if jobs != 1:
         from .parallel import run_parallel
 
         parallel = run_parallel(project, settings, enabled, explicit, jobs, candidates=candidates, on_shard_done=progress.shard_done if progress else None)
-    facts: dict[str, tuple] = {}
-    if parallel is not None:
-        raw_findings = parallel.findings
-        result.errors.extend(parallel.internal_errors)
-        facts = parallel.facts
-        for note in parallel.notes:
-            print(f"trace-lint: {note}", file=sys.stderr)
-        if record is not None:
-            record.dependent |= parallel.dependent
-            record.searches.update(parallel.searches)
+        if parallel is not None:
+            result.errors.extend(parallel.internal_errors)
+            _print_notes(parallel.notes)
+            return parallel.findings, parallel.facts
+    engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
+    engine.always_parse = explicit
+    findings = engine.run()
+    result.errors.extend(engine.internal_errors)
+    return findings, {}
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"trace-lint: {note}", file=sys.stderr)
+
+
+def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
+    """The engine's findings as the union of groups of candidate files, each analysed by its
+    own engine run (`parallel.analyse_groups`), as a parallel run's shards are: sound where
+    the groups agree on the kinds of capture that reach each function (else one engine run
+    over all of them decides). The newest analysis record of the project gives the groups
+    that no changed file touches (`cache.AnalysisRecord.plan`); only the others run."""
+    from .analyzer.findings import union
+    from .cache import AnalysisRecord, GroupRecord
+    from .parallel import analyse_groups, fresh_copy, kinds_agree, plan_groups, run_parallel
+
+    admitted_paths = {entries[i][2] for i in admitted}
+    record_key, current = _analysis_inputs(settings, entries, hashes)
+    data = {entries[i][2]: content for i, content in raw.items()}
+    previous, plan = None, None
+    for record in cache.analysis_records(record_key, current):
+        found = record.plan(current, data, admitted_paths)
+        if found == ([], []):
+            # No file the engine's findings depend on has changed: the engine would find
+            # the same (tests/test_analysis_reuse.py checks runs with and without it). The
+            # record stays as it is: later runs compare with its contents, which is as sound.
+            return record.findings, record.facts
+        if found is not None and previous is None:
+            previous, plan = record, found
+    index_of = {module.display_path: index for index, module in enumerate(modules)}
+    kept: list[GroupRecord] = []
+    if previous is not None and plan is not None:
+        stale, new = plan
+        kept = [group for index, group in enumerate(previous.groups) if index not in set(stale)]
+        runs = [[index_of[m] for m in previous.groups[index].members if m in admitted_paths] for index in stale]
+        runs = [group for group in runs if group]
+        if new:
+            runs.append(sorted(index_of[display] for display in new))
     else:
-        engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
-        engine.always_parse = explicit
-        raw_findings = engine.run()
-        result.errors.extend(engine.internal_errors)
-    if record is not None and not result.errors:
+        positions = sorted(admitted)
+        # No candidate at all is still one engine run (project-level rules run in every one).
+        runs = [[positions[p] for p in group] for group in plan_groups([len(raw[i]) for i in positions])] or [[]]
+
+    if progress is not None:
+        progress.start(len(modules))
+    parts = []
+    if jobs != 1 and runs:
+        parallel = run_parallel(project, settings, enabled, set(), jobs, on_shard_done=progress.shard_done if progress else None, groups=runs)
+        if parallel is not None:
+            _print_notes(parallel.notes)
+            parts = parallel.parts
+    if runs and not parts:
+        parts = analyse_groups(project, settings, enabled, [], runs, with_facts=False)
+    if not kinds_agree([*(group.kinds for group in kept), *(part.kinds for part in parts)]):
+        # A function captured one way from one group and another way from another: one
+        # engine run over every candidate file.
+        kept = []
+        parts = analyse_groups(fresh_copy(project), settings, enabled, [], [sorted(admitted)], with_facts=True)
+    for part in parts:
+        result.errors.extend(error for error in part.internal_errors if error not in result.errors)
+    groups = [
+        *kept,
+        *(GroupRecord([modules[i].display_path for i in part.share], part.dependent, part.searches, part.findings, part.kinds) for part in parts),
+    ]
+    findings = union(group.findings for group in groups)
+    facts: dict[str, tuple] = {}
+    for part in parts:
+        for display, value in part.facts.items():
+            facts.setdefault(display, value)
+    if previous is not None:
+        for group in kept:
+            for finding in group.findings:
+                if finding.filename in previous.facts:
+                    facts.setdefault(finding.filename, previous.facts[finding.filename])
+    if not result.errors:
         from .analyzer.suppressions import suppression_facts
 
-        record.dependent |= dependent_files(project)
-        record.searches.update(searches_of(project))
-        record.findings = raw_findings
+        record = AnalysisRecord(current, groups)
         by_display = {m.display_path: m for m in modules}
-        for display in {f.filename for f in raw_findings}:
+        for display in {f.filename for f in findings}:
             module = by_display.get(display)
             if display in facts:
                 record.facts[display] = facts[display]
             elif module is not None and module._loaded and not module.read_error:
                 record.facts[display] = suppression_facts(module)
         cache.store_analysis(record_key, record)
-    return raw_findings, facts
+    return findings, facts
 
 
 def _analysis_inputs(settings: Settings, entries, hashes) -> tuple[str, dict[str, str]]:

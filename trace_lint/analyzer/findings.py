@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 # The rule docs live in the repository (docs/rules.md, one `<a id="trc101">` anchor per
 # rule); the project has no documentation site. Links point at that file where it sits
@@ -111,3 +111,26 @@ class Finding:
             "chains": [[step(s) for s in chain] for chain in self.chains],
             "related": [step(r) for r in self.related],
         }
+
+
+def union(parts: Iterable[Iterable[Finding]]) -> list[Finding]:
+    """The findings of several engine runs as one: a finding several report (the same file,
+    place and code) once, with the union of their call chains. The parts' findings are left
+    as they were (a cached record keeps each part's own)."""
+    merged: dict[tuple[str, int, int, str], Finding] = {}
+    copied: set[tuple[str, int, int, str]] = set()
+    for findings in parts:
+        for finding in findings:
+            key = (finding.filename, finding.location.row, finding.location.column, finding.code)
+            existing = merged.get(key)
+            if existing is None:
+                merged[key] = finding
+                continue
+            if key not in copied:
+                existing = merged[key] = replace(existing, chains=list(existing.chains))
+                copied.add(key)
+            for chain in finding.chains:
+                if chain not in existing.chains:
+                    existing.chains.append(chain)
+    return list(merged.values())
+
