@@ -9,6 +9,11 @@ code) gets the union of their call chains. Project-level rules run in every proc
 the same findings there (TRC001 reports the files a process parsed, so the union is the
 serial set; TRC405 is complete in any process that holds a ttnn capture), and merge away.
 
+With a cache, the unit of work is a group of neighbouring candidate files (`plan_groups`),
+one engine run each on an unparsed copy of the project (`analyse_groups`), so that the
+cache can keep each group's findings with what they depend on; shares are then groups spread
+over the processes, and the caller checks that the groups agree on capture kinds.
+
 Rules may look at which kinds of capture reach a function (ttnn, CUDA graph, declared); a
 function reached from roots in two shards sees only its shard's kinds. When that happens with
 different kinds, the parallel result could differ from a serial one, so the run is redone
