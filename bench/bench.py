@@ -200,7 +200,8 @@ def unread_file(cache: Path, root: Path) -> Optional[Path]:
     if not records:
         return None
     record = json.loads(records[-1].read_text())
-    unread = sorted(set(record["hashes"]) - set(record["dependent"]))
+    read = {display for group in record["groups"] for display in group["dependent"]}
+    unread = sorted(set(record["hashes"]) - read)
     return root / unread[0] if unread else None
 
 
