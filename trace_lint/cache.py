@@ -136,7 +136,9 @@ class GroupRecord:
         prefilter no longer admits."""
         if any(member not in admitted for member in self.members):
             return True
-        return any(display in self.dependent or self.searches.would_find(data) for display, data in changed.items())
+        return any(
+            display in self.members or display in self.dependent or self.searches.would_find(data) for display, data in changed.items()
+        )
 
 
 @dataclass

@@ -291,6 +291,8 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
         runs = [group for group in runs if group]
         if new:
             runs.append(sorted(index_of[display] for display in new))
+        if not kept and not runs:
+            runs = [[]]  # every candidate gone: still one engine run, as with none at the start
     else:
         positions = sorted(admitted)
         # No candidate at all is still one engine run (project-level rules run in every one).
