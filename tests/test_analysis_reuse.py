@@ -352,14 +352,19 @@ def test_suppressions_apply_to_a_reused_analysis_without_parsing_again(project, 
     assert _run([project], project) == first
 
 
-def _captures_project(root: Path, count: int) -> Path:
+def _package(root: Path, files: dict[str, str]) -> Path:
+    """A project whose package `pkg` holds `files` (name -> text)."""
     (root / "pkg").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
     (root / "pkg" / "__init__.py").write_text("")
-    for n in range(count):
-        (root / "pkg" / f"helpers_{n}.py").write_text(HELPER.format(n=n))
-        (root / "pkg" / f"capture_{n}.py").write_text(CAPTURE.format(n=n))
+    for name, text in files.items():
+        (root / "pkg" / name).write_text(text)
     return root
+
+
+def _captures_project(root: Path, count: int) -> Path:
+    files = {f"helpers_{n}.py": HELPER.format(n=n) for n in range(count)}
+    return _package(root, {**files, **{f"capture_{n}.py": CAPTURE.format(n=n) for n in range(count)}})
 
 
 def _groups_of_record(cache_folder: Path) -> list[list[str]]:
@@ -430,11 +435,8 @@ def helper(x):
 def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path, monkeypatch):
     from trace_lint import parallel
 
-    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
-    (root / "pkg" / "__init__.py").write_text("")
+    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file, but for imports
+    root = _package(tmp_path / "project", {})
     (root / "pkg" / "ttnn_user.py").write_text(TTNN_USER)
     (root / "pkg" / "graph_user.py").write_text(GRAPH_USER)
     (root / "pkg" / "shared.py").write_text(SHARED)
@@ -444,3 +446,47 @@ def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path,
     # `helper` is reached from a ttnn capture in one group and a CUDA graph in the other:
     # rules read which kinds reach a function, so one engine run decides.
     assert _groups_of_record(tmp_path / "cache") == [["pkg/graph_user.py", "pkg/ttnn_user.py"]]
+
+
+def test_files_with_the_same_text_in_one_engine_run_give_the_uncached_findings(tmp_path, monkeypatch):
+    # Groups in one process share each file's parse (`project.SharedParses`, keyed by the
+    # file as well as the text); two files of one project with the same text, both loaded
+    # by one engine run.
+    from trace_lint import parallel
+
+    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file, but for imports
+    root = _package(tmp_path / "project", {})
+    for name in ("model.py", "copy_of_model.py"):
+        (root / "pkg" / name).write_text(MODEL)
+    # One capture reaches both: one engine run loads both files.
+    runner = RUNNER.replace("from pkg.model import Model", "from pkg.model import Model\nfrom pkg.copy_of_model import Model as Copy")
+    runner = runner.replace("        out = model.forward(x)", "        out = model.forward(x)\n        Copy().forward(x)")
+    (root / "pkg" / "runner.py").write_text(runner)
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    cached = _run([root], root, cache)
+    assert cached == _run([root], root)
+    assert [(f[0], f[1], f[2]) for f in cached[0] if f[2] == "TRC102"] == [("pkg/copy_of_model.py", 6, "TRC102"), ("pkg/model.py", 6, "TRC102")]
+
+
+def test_groups_keep_files_that_import_one_another_together(monkeypatch):
+    from trace_lint import parallel
+    from trace_lint.parallel import plan_groups
+
+    assert plan_groups([10, 10, 10, 10], target=25) == [[0, 1], [2, 3]]
+    # 0 and 3 import one another: one group, even over the target; neighbours fill the rest.
+    assert plan_groups([10, 10, 10, 10], target=15, links=[(3, 0)]) == [[0, 3], [1], [2]]
+    monkeypatch.setattr(parallel, "GROUP_BYTES", None)  # no size: one group of all
+    assert plan_groups([10, 10, 10, 10]) == [[0, 1, 2, 3]]
+    assert plan_groups([], target=15) == []
+
+
+def test_imports_are_read_from_the_text():
+    from trace_lint.analyzer.text_index import imported_modules
+
+    text = b"import os, pkg.a as a\nfrom . import sibling as s\nfrom .tools import (x,\n    y)\nfrom ..up import z  # c\n"
+    assert imported_modules(text, "pkg.sub.mod", False) == {
+        "os", "pkg.a", "pkg.sub", "pkg.sub.sibling", "pkg.sub.tools", "pkg.sub.tools.x", "pkg.sub.tools.y", "pkg.up", "pkg.up.z",
+    }
+    # In a package's __init__, `.` is the package itself.
+    assert imported_modules(b"from .core import run\n", "pkg", True) == {"pkg.core", "pkg.core.run"}

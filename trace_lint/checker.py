@@ -254,6 +254,26 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
     return findings, {}
 
 
+def _import_links(entries, raw: dict[int, bytes], positions: list[int]) -> list[tuple[int, int]]:
+    """Pairs of positions (in `positions`, entry indexes) whose files import one another,
+    read from the text: a guess that only decides how the work is grouped."""
+    from .analyzer.source import PACKAGE_FILES
+    from .analyzer.text_index import imported_modules
+
+    at: dict[str, int] = {}
+    for position, index in enumerate(positions):
+        for name in entries[index][1]:
+            at.setdefault(name, position)
+    links = []
+    for position, index in enumerate(positions):
+        path, names = entries[index][0], entries[index][1]
+        for name in imported_modules(raw[index], names[0], path.name in PACKAGE_FILES):
+            other = at.get(name)
+            if other is not None and other != position:
+                links.append((position, other))
+    return links
+
+
 def _print_notes(notes: list[str]) -> None:
     for note in notes:
         print(f"trace-lint: {note}", file=sys.stderr)
@@ -296,7 +316,8 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
     else:
         positions = sorted(admitted)
         # No candidate at all is still one engine run (project-level rules run in every one).
-        runs = [[positions[p] for p in group] for group in plan_groups([len(raw[i]) for i in positions])] or [[]]
+        groups = plan_groups([len(raw[i]) for i in positions], links=_import_links(entries, raw, positions))
+        runs = [[positions[p] for p in group] for group in groups] or [[]]
 
     if progress is not None:
         progress.start(len(modules))

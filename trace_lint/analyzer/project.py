@@ -87,6 +87,63 @@ class FunctionInfo:
 Definition = Union[FunctionInfo, ClassInfo]
 
 
+class SharedParses:
+    """While active (`with SharedParses():`), libcst's parse of each chunk of a file, and its
+    positions, are kept for every copy of the project in this process (`parallel.fresh_copy`:
+    groups of candidate files analysed one after another): the parse and positions pass are
+    pure functions of the text, and most of a run's time. Everything else (what a module
+    collects from its trees, which modules an engine loads) stays each copy's own. Keyed by
+    the file's display path and the chunk's place: two files with the same text never share
+    a tree inside one project."""
+
+    active: Optional["SharedParses"] = None
+
+    def __init__(self) -> None:
+        self.outlines: dict[tuple[str, str], syntax_limits.Outline] = {}
+        self.trees: dict[tuple[str, int, bool, str], cst.Module] = {}
+        self.spans: dict[int, tuple[cst.Module, int, dict]] = {}
+
+    def __enter__(self) -> "SharedParses":
+        SharedParses.active = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        SharedParses.active = None
+
+
+def _outline(module: "ModuleInfo", text: str):
+    """`syntax_limits.read` of a module's text (the `ast` outline; read, never changed)."""
+    shared = SharedParses.active
+    if shared is None:
+        return syntax_limits.read(text)
+    key = (module.display_path, text)
+    checked = shared.outlines.get(key)
+    if checked is None:
+        checked = shared.outlines[key] = syntax_limits.read(text)
+    return checked
+
+
+def _parse_chunk(module: "ModuleInfo", chunk: "_Chunk") -> cst.Module:
+    shared = SharedParses.active
+    if shared is None:
+        return parse_module(chunk.text)
+    key = (module.display_path, chunk.first_line, chunk.is_rest, chunk.text)
+    tree = shared.trees.get(key)
+    if tree is None:
+        tree = shared.trees[key] = parse_module(chunk.text)
+    return tree
+
+
+def _chunk_positions(tree: cst.Module, first_line: int) -> dict:
+    shared = SharedParses.active
+    if shared is None:
+        return positions(tree, first_line)
+    found = shared.spans.get(id(tree))
+    if found is None or found[0] is not tree or found[1] != first_line:
+        found = shared.spans[id(tree)] = (tree, first_line, positions(tree, first_line))
+    return found[2]
+
+
 class _Chunk:
     """A part of a module that libcst parses on its own: one top-level `def` or `class`
     (with its decorators), or the rest of the module ("module-level code", in which those
@@ -236,7 +293,7 @@ class ModuleInfo:
             return
         ModuleInfo.parsed_count += 1
         # Measured before any parser that can crash sees it; `text` keeps every position.
-        checked = syntax_limits.read(self.source.text)
+        checked = _outline(self, self.source.text)
         if checked.error is not None:
             self.parse_error = checked.error
             return
@@ -300,7 +357,7 @@ class ModuleInfo:
         chunk.parsed = True
         if chunk.tree is None:
             try:
-                chunk.tree = parse_module(chunk.text)
+                chunk.tree = _parse_chunk(self, chunk)
             except cst.ParserSyntaxError as error:
                 # Valid for this Python, not for libcst (newer syntax).
                 message, line, column = _syntax_error_position(chunk.text, error)
@@ -343,7 +400,7 @@ class ModuleInfo:
             return
         chunk.positioned = True
         try:
-            spans = positions(chunk.tree, 1 if chunk.is_rest else chunk.first_line)
+            spans = _chunk_positions(chunk.tree, 1 if chunk.is_rest else chunk.first_line)
         except (RecursionError, KeyError):
             self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
             return

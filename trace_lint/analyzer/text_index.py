@@ -1,5 +1,5 @@
-"""What a file's raw text says without parsing it: the names it defines with `def` and the
-names it calls. The analysis searches every file this way (cheaply, before parsing any), and
+"""What a file's raw text says without parsing it: the names it defines with `def`, the
+names it calls and the modules it imports. The analysis searches every file this way (cheaply, before parsing any), and
 the cache asks the same of an edited file to tell whether a search would now find it. No
 libcst here."""
 
@@ -44,3 +44,37 @@ def count_words(pattern: re.Pattern, data: bytes, limit: Optional[int] = None) -
             if limit is not None and count >= limit:
                 break
     return count
+
+
+# `import a.b as c, d` and `from .x import (y, z)` at the start of a line (a statement).
+_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w. \t,]+)", re.MULTILINE)
+_FROM = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)", re.MULTILINE)
+
+
+def imported_modules(data: bytes, module: str, is_package: bool) -> set[str]:
+    """Dotted names the text imports (`from x import y` gives `x` and `x.y`, which may be a
+    module), relative imports resolved against `module`. A guess from the text: strings and
+    comments that look like imports count too."""
+    found: set[str] = set()
+    for match in _IMPORT.finditer(data):
+        for part in match.group(1).decode("utf-8", "replace").split(","):
+            words = part.split()
+            if words:
+                found.add(words[0])
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for match in _FROM.finditer(data):
+        dots, name = len(match.group(1)), match.group(2).decode("utf-8", "replace")
+        if dots:
+            if dots - 1 > len(package):
+                continue
+            base = package[: len(package) - (dots - 1)]
+            name = ".".join([*base, name] if name else base)
+        if not name:
+            continue
+        found.add(name)
+        for item in match.group(3).decode("utf-8", "replace").strip("() \t\r\n").split(","):
+            words = item.split()
+            if words and words[0].isidentifier():
+                found.add(f"{name}.{words[0]}")
+    return found
+
