@@ -221,6 +221,21 @@ def test_warm_run_does_not_import_libcst(tmp_path):
     assert warm.stdout.split() == [count, "False"]
 
 
+@pytest.mark.parametrize("output_format", ["full", "github", "junit"])
+def test_a_warm_run_renders_the_rules_advice_without_libcst(output_format, tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    script = (
+        "import sys\nfrom trace_lint.cli import app\n"
+        "try:\n    app(sys.argv[1:], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+        "print('libcst' in sys.modules, file=sys.stderr)\n"
+    )
+    command = [sys.executable, "-c", script, "check", str(tree), "--output-format", output_format, "--exit-zero"]
+    cold = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    warm = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert "help: " in cold.stdout and cold.stderr.split()[-1] == "True"
+    assert warm.stdout == cold.stdout and warm.stderr.split()[-1] == "False"
+
+
 def test_a_tree_without_capture_code_is_checked_without_libcst(tmp_path):
     tree = tmp_path / "plain"
     (tree / "pkg").mkdir(parents=True)

@@ -199,6 +199,7 @@ def finding_to_data(finding: Finding) -> dict:
         "severity": finding.severity,
         "noqa_row": finding.noqa_row,
         "chains": [[_related(step) for step in chain] for chain in finding.chains],
+        "help": finding.help,
         "fix": None
         if finding.fix is None
         else {
@@ -229,7 +230,7 @@ MAX_EDITS = 10_000
 CODE = re.compile(r"TRC[0-9]{3}")
 SEVERITIES = frozenset({"error", "warning", "info", "hint"})
 APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
-FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix"})
+FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix", "help"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
 ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "digest"})
@@ -309,6 +310,7 @@ def finding_from_data(data, files: frozenset) -> Finding:
         noqa_row=None if noqa_row is None else _int(noqa_row, 1),
         chains=[[_step(step) for step in _list(chain, MAX_CHAIN_STEPS)] for chain in _list(data["chains"], MAX_CHAINS)],
         fix=_fix(data["fix"]),
+        help=None if data["help"] is None else _text(data["help"]),
     )
     return finding
 

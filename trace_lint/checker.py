@@ -442,6 +442,8 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
                 findings.append(finding)
     for finding in findings:
         attach_related(finding)
+        rule = BY_CODE.get(finding.code)
+        finding.help = rule.help if rule is not None and rule.help else None
     findings.sort(key=Finding.sort_key)
     if progress is not None:
         progress.finish()

@@ -68,6 +68,9 @@ class Finding:
     # Chains back to each capture site, innermost last: each chain is a list of Related.
     chains: list[list[Related]] = field(default_factory=list)
     fix: Optional[Fix] = None
+    # The rule's one-line advice, set when a run reports the finding (and kept in the cache):
+    # rendering it then needs neither the rules nor libcst.
+    help: Optional[str] = field(default=None, compare=False)
 
     @property
     def url(self) -> Optional[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..analyzer.findings import Finding
 
@@ -51,3 +51,15 @@ def _extra_formatters() -> dict[str, Formatter]:
 
 
 FORMAT_NAMES = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+
+
+def rule_help(finding) -> Optional[str]:
+    """The advice of the finding's rule: kept on the finding by the run that reported it
+    (the rules are imported, with libcst, only for findings made without it)."""
+    if finding.help is not None:
+        return finding.help
+    from ..rules import BY_CODE
+
+    rule = BY_CODE.get(finding.code)
+    return rule.help if rule is not None and rule.help else None
+

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..analyzer.findings import Finding
-from . import OutputContext
+from . import OutputContext, rule_help
 from ._paths import relative_to_root, repository_root
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
@@ -35,17 +35,15 @@ def annotation(finding: Finding, path: str, root: Optional[Path] = None) -> str:
     elif end.row > start.row:
         properties.append(("endLine", str(end.row)))
     properties.append(("title", finding.code))
-    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
-
-    rule = BY_CODE.get(finding.code)
     lines = [finding.message]
     # One line per capture that reaches the finding: two chains are never joined into one path.
     for number, chain in enumerate(finding.chains, start=1):
         steps = [f"{_path(r.filename, root)}:{r.location.row} {r.message}" for r in chain]
         which = f" (chain {number} of {len(finding.chains)})" if len(finding.chains) > 1 else ""
         lines.append(f"captured via{which}: " + " -> ".join(steps))
-    if rule is not None and rule.help:
-        lines.append(f"help: {rule.help}")
+    advice = rule_help(finding)
+    if advice:
+        lines.append(f"help: {advice}")
     if finding.url:
         lines.append(finding.url)
     command = _COMMAND.get(finding.severity, "error")

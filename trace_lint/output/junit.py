@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from ..analyzer.findings import Finding
-from . import OutputContext
+from . import OutputContext, rule_help
 
 # Characters XML 1.0 cannot carry at all, even escaped.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -25,11 +25,9 @@ def _details(finding: Finding) -> str:
         which = f" {number} of {len(finding.chains)}" if len(finding.chains) > 1 else ""
         lines.append(f"captured via chain{which} (capture site first):")
         lines += [f"  {s.filename}:{s.location.row}:{s.location.column}: {s.message}" for s in chain]
-    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
-
-    rule = BY_CODE.get(finding.code)
-    if rule is not None and rule.help:
-        lines.append(f"help: {rule.help}")
+    advice = rule_help(finding)
+    if advice:
+        lines.append(f"help: {advice}")
     if finding.url:
         lines.append(finding.url)
     return "\n".join(lines)

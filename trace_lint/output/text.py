@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..analyzer.findings import Finding
-from . import OutputContext
+from . import OutputContext, rule_help
 
 
 def _style(text: str, code: str, enabled: bool) -> str:
@@ -73,11 +73,9 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
             block.append(f"  = captured via chain{which} (capture site first):")
             for step in chain:
                 block.append(f"      {step.filename}:{step.location.row}:{step.location.column}: {step.message}")
-        from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
-
-        rule = BY_CODE.get(finding.code)
-        if rule is not None and rule.help:
-            block.append(f"  = help: {rule.help}")
+        advice = rule_help(finding)
+        if advice:
+            block.append(f"  = help: {advice}")
         blocks.append("\n".join(block))
     closing = summary(findings, context)
     if closing:
