@@ -8,10 +8,11 @@ root) and the tool version. A warm run then only discovers, reads and hashes fil
 
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
 run picks what it reports, keyed by the project's files without their contents, and stored
-with the files they can depend on (parsed, admitted by the prefilter, or returned by a text
-search) and what was searched for. A run after an edit that none of those can see (most
-files of a model repository: no capture reaches them), or a run on one file of a project
-checked before, reuses them and only applies suppressions. Several records per project are
+per group of candidate files (each group one engine run) with the files its findings can
+depend on (parsed, admitted by the prefilter, or returned by a text search) and what it
+searched for. A run after an edit reruns only the groups that can see it; an edit none can
+see (most files of a model repository: no capture reaches them), or a run on one file of a
+project checked before, reuses everything and only applies suppressions. Several records per project are
 kept, so undoing an edit finds the one from before it.
 
 Entries are JSON written to a temporary file and moved into place with `os.replace`, so
@@ -108,13 +109,35 @@ class Searches:
         self.calls |= other.calls
         self.defs |= other.defs
 
-    def would_find(self, data: bytes) -> bool:
+    def would_find(self, text: "ChangedText") -> bool:
         """Whether one of the searches finds this text."""
         return (
-            any(token in data for token in self.tokens)
-            or (bool(self.calls) and not self.calls.isdisjoint(called_names(data)))
-            or (bool(self.defs) and not self.defs.isdisjoint(defined_names(data)))
+            any(token in text.data for token in self.tokens)
+            or (bool(self.calls) and not self.calls.isdisjoint(text.called))
+            or (bool(self.defs) and not self.defs.isdisjoint(text.defined))
         )
+
+
+class ChangedText:
+    """A changed file's bytes, with the names it calls and defines read once (every group of
+    a record asks)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._called: Optional[set[str]] = None
+        self._defined: Optional[set[str]] = None
+
+    @property
+    def called(self) -> set[str]:
+        if self._called is None:
+            self._called = called_names(self.data)
+        return self._called
+
+    @property
+    def defined(self) -> set[str]:
+        if self._defined is None:
+            self._defined = set(defined_names(self.data))
+        return self._defined
 
 
 @dataclass
@@ -130,14 +153,14 @@ class GroupRecord:
     findings: list[Finding]
     kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
 
-    def touched(self, changed: dict[str, bytes], admitted: set[str]) -> bool:
-        """Whether a changed file (display path -> its bytes now) can change what this
+    def touched(self, changed: dict[str, ChangedText], admitted: set[str]) -> bool:
+        """Whether a changed file (display path -> its text now) can change what this
         group's engine run finds: one it depends on, one a search finds, or a member the
         prefilter no longer admits."""
         if any(member not in admitted for member in self.members):
             return True
         return any(
-            display in self.members or display in self.dependent or self.searches.would_find(data) for display, data in changed.items()
+            display in self.members or display in self.dependent or self.searches.would_find(text) for display, text in changed.items()
         )
 
 
@@ -163,7 +186,7 @@ class AnalysisRecord:
         content hash and bytes per display path; `admitted`: what the prefilter admits now."""
         if hashes.keys() != self.hashes.keys():
             return None
-        changed = {display: data[display] for display, content in hashes.items() if content != self.hashes[display]}
+        changed = {display: ChangedText(data[display]) for display, content in hashes.items() if content != self.hashes[display]}
         members = {member for group in self.groups for member in group.members}
         stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
         return stale, sorted(admitted - members)

@@ -305,9 +305,9 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
     index_of = {module.display_path: index for index, module in enumerate(modules)}
     kept: list[GroupRecord] = []
     if previous is not None and plan is not None:
-        stale, new = plan
-        kept = [group for index, group in enumerate(previous.groups) if index not in set(stale)]
-        runs = [[index_of[m] for m in previous.groups[index].members if m in admitted_paths] for index in stale]
+        stale, new = set(plan[0]), plan[1]
+        kept = [group for index, group in enumerate(previous.groups) if index not in stale]
+        runs = [[index_of[m] for m in previous.groups[index].members if m in admitted_paths] for index in sorted(stale)]
         runs = [group for group in runs if group]
         if new:
             runs.append(sorted(index_of[display] for display in new))
