@@ -394,38 +394,23 @@ def test_an_edit_reruns_only_the_groups_it_touches(tmp_path, monkeypatch):
     assert 1 <= touched <= 2 < len(groups)
 
 
-TTNN_USER = '''\
-import ttnn
-
-from pkg.shared import helper
-
-
-def capture(device, x):
-    helper(x)
-    tid = ttnn.begin_trace_capture(device, cq_id=0)
-    try:
-        out = helper(x)
-    finally:
-        ttnn.end_trace_capture(device, tid, cq_id=0)
-    return out
-'''
-
 GRAPH_USER = '''\
 import torch
 
-from pkg.shared import helper
+from pkg.helpers_0 import helper_0
 
 
 def capture(x):
-    helper(x)
+    helper_0(x)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out = helper(x)
+        out = helper_0(x)
     return out
 '''
 
+# A helper no prefilter admits (no framework name): it links no group to another.
 SHARED = '''\
-def helper(x):
+def helper_0(x):
     y = x * 2
     print("step")
     return y
@@ -436,16 +421,29 @@ def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path,
     from trace_lint import parallel
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file, but for imports
-    root = _package(tmp_path / "project", {})
-    (root / "pkg" / "ttnn_user.py").write_text(TTNN_USER)
-    (root / "pkg" / "graph_user.py").write_text(GRAPH_USER)
-    (root / "pkg" / "shared.py").write_text(SHARED)
+    root = _package(tmp_path / "project", {"capture_0.py": CAPTURE.format(n=0), "graph_user.py": GRAPH_USER, "helpers_0.py": SHARED})
     monkeypatch.chdir(root)
     cache = ResultCache(tmp_path / "cache")
     assert _run([root], root, cache) == _run([root], root)
-    # `helper` is reached from a ttnn capture in one group and a CUDA graph in the other:
+    # `helper_0` is reached from a ttnn capture in one group and a CUDA graph in the other:
     # rules read which kinds reach a function, so one engine run decides.
-    assert _groups_of_record(tmp_path / "cache") == [["pkg/graph_user.py", "pkg/ttnn_user.py"]]
+    assert _groups_of_record(tmp_path / "cache") == [["pkg/capture_0.py", "pkg/graph_user.py"]]
+
+
+@pytest.mark.parametrize("fixture", ["interprocedural", "revised_rules"])  # several groups each
+def test_shared_parses_change_no_finding(fixture, tmp_path, monkeypatch):
+    # The same grouped runs with each copy of the project parsing for itself.
+    from trace_lint import parallel
+    from trace_lint.analyzer.project import SharedParses
+
+    monkeypatch.setattr(parallel, "GROUP_BYTES", 1)
+    root = tmp_path / fixture
+    shutil.copytree(FIXTURES / fixture, root)
+    monkeypatch.chdir(root)
+    shared = _run([root], root, ResultCache(tmp_path / "shared"))
+    monkeypatch.setattr(SharedParses, "__enter__", lambda self: self)  # never active
+    assert _run([root], root, ResultCache(tmp_path / "own")) == shared
+    assert len(_groups_of_record(tmp_path / "own")) > 1
 
 
 def test_files_with_the_same_text_in_one_engine_run_give_the_uncached_findings(tmp_path, monkeypatch):

@@ -104,11 +104,6 @@ class Searches:
     calls: set[str] = field(default_factory=set)
     defs: set[str] = field(default_factory=set)
 
-    def update(self, other: "Searches") -> None:
-        self.tokens |= other.tokens
-        self.calls |= other.calls
-        self.defs |= other.defs
-
     def would_find(self, text: "ChangedText") -> bool:
         """Whether one of the searches finds this text."""
         return (
@@ -190,11 +185,6 @@ class AnalysisRecord:
         members = {member for group in self.groups for member in group.members}
         stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
         return stale, sorted(admitted - members)
-
-    def reusable(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> bool:
-        """Every group holds and no admitted file is new: the engine would find the same."""
-        plan = self.plan(hashes, data, admitted)
-        return plan is not None and plan == ([], [])
 
     @property
     def findings(self) -> list[Finding]:

@@ -71,8 +71,6 @@ class ParallelResult:
     findings: list[Finding]
     internal_errors: list[str]
     facts: dict[str, tuple]
-    dependent: set[str] = field(default_factory=set)
-    searches: Optional["Searches"] = None
     # Things the user may want to know that change no finding (a worker that died).
     notes: list[str] = field(default_factory=list)
     # Each group's own result, in no particular order.
@@ -499,19 +497,13 @@ def _report_share_done(on_shard_done, done: int, total: int) -> None:
 
 def merge(parts: Sequence[ShardResult]) -> ParallelResult:
     from .analyzer.findings import union
-    from .cache import Searches
 
     errors: list[str] = []
     facts: dict[str, tuple] = {}
-    dependent: set[str] = set()
-    searches = Searches()
     for part in parts:
-        dependent |= part.dependent
-        if part.searches is not None:
-            searches.update(part.searches)
         for error in part.internal_errors:
             if error not in errors:
                 errors.append(error)
         for name, value in part.facts.items():
             facts.setdefault(name, value)
-    return ParallelResult(union(part.findings for part in parts), errors, facts, dependent, searches)
+    return ParallelResult(union(part.findings for part in parts), errors, facts)
