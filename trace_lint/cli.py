@@ -58,7 +58,7 @@ def check(
     exclude: List[str] = typer.Option([], "--exclude", metavar="GLOB", help="Files and folders to skip (replaces the configured `exclude`).", show_default=False),
     extend_exclude: List[str] = typer.Option([], "--extend-exclude", metavar="GLOB", help="Files and folders to skip on top of `exclude`.", show_default=False),
     per_file_ignores: List[str] = typer.Option([], "--per-file-ignores", metavar="GLOB:CODES", help="Rules to ignore in matching files, such as 'tests/*.py:TRC101' (replaces the configured table).", show_default=False),
-    output_format: str = typer.Option("full", "--output-format", metavar="FORMAT", help="full, concise, json, json-lines, sarif, github or junit."),
+    output_format: str = typer.Option("full", "--output-format", metavar="FORMAT", help="full, concise, grouped, json, json-lines, sarif, github, gitlab, junit, pylint or rdjson."),
     output_file: Optional[Path] = typer.Option(None, "--output-file", "-o", metavar="FILE", help="Write the output to this file instead of stdout.", show_default=False),
     color: str = typer.Option("auto", "--color", metavar="WHEN", help="Color the text formats: auto (on a terminal), always or never."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
@@ -130,7 +130,9 @@ def check(
         found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
         for message in found.errors:
             typer.echo(f"trace-lint: {message}", err=True)
-        listed = [display_path(p) for p in found.files] + [str(p) for p in sources]
+        from .output import printable_name
+
+        listed = [printable_name(display_path(p)) for p in found.files] + [printable_name(str(p)) for p in sources]
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:

@@ -34,7 +34,7 @@ def annotation(finding: Finding, path: str, root: Optional[Path] = None) -> str:
             properties.append(("endColumn", str(end.column)))
     elif end.row > start.row:
         properties.append(("endLine", str(end.row)))
-    properties.append(("title", finding.code))
+    properties.append(("title", f"trace-lint ({finding.code})"))
     lines = [finding.message]
     # One line per capture that reaches the finding: two chains are never joined into one path.
     for number, chain in enumerate(finding.chains, start=1):
