@@ -36,10 +36,10 @@ def _unused_message(unknown: list[str], unused: list[str]) -> str:
 
 
 def project_root(path: Path) -> Path:
-    """The folder of the project that holds `path`: the nearest folder with a
-    `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml` (inside the git
-    repository, if any), else the repository's top folder, else the folder named (a
-    file's own folder)."""
+    """The folder of the project that holds `path`: the outermost folder inside the git
+    repository with a `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml`
+    (outside a repository, the nearest), else the repository's top folder, else the folder
+    named (a file's own folder)."""
     start = real_path(path)
     if not start.is_dir():
         start = start.parent
@@ -49,16 +49,13 @@ def project_root(path: Path) -> Path:
     if repository is not None:
         # A configuration outside the repository never widens the project beyond it.
         folders = folders[: folders.index(repository) + 1]
-    for folder in folders:
-        if (folder / "trace-lint.toml").is_file():
-            return folder
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                if "[tool.trace-lint" in candidate.read_text(encoding="utf-8", errors="replace"):
-                    return folder
-            except OSError:
-                pass
+    from .config import config_in
+
+    # Inside a repository the outermost config is the project's (one further down, such as
+    # tests/'s own, decides only what is reported there: `hierarchy`); outside one, the nearest.
+    configured = [folder for folder in folders if config_in(folder) is not None]
+    if configured:
+        return configured[-1] if repository is not None else configured[0]
     return repository if repository is not None else start
 
 
@@ -72,6 +69,7 @@ def check(
     cache=None,
     progress=None,
     whole_program: bool = False,
+    configure=None,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
@@ -82,7 +80,11 @@ def check(
     `whole_program`: analyse the whole project holding each path (`project_root`), so that
     callers, callees and suppressions in other files count, and report only what the named
     paths select: findings located in them, and findings elsewhere whose call chain starts
-    at a capture in them. Without it, the named paths are the whole program."""
+    at a capture in them. Without it, the named paths are the whole program.
+
+    `configure` (with `whole_program`): follow each file's nearest config for what is
+    reported (`hierarchy`); it turns a config file's settings into the run's (the command
+    line's options over them)."""
     result = CheckResult()
     sources = {real_path(p): text for p, text in (sources or {}).items()}
     on_disk = [p for p in paths if real_path(p) not in sources]
@@ -106,6 +108,14 @@ def check(
         around = discover([root for root in project_roots if root not in walked], settings, force_exclude=True)
         files.extend(around.files)
         found.real.update(around.real)
+    if configure is not None and whole_program and project_roots:
+        from .hierarchy import excluded_by_own_config, with_nested_configs
+
+        settings = with_nested_configs(settings, [found.real.get(p) or real_path(p) for p in [*files, *(Path(p) for p in sources)]], configure, result.errors)
+        if settings.nested:
+            # A nested config's excludes: its files are analysed, not reported (a named file
+            # only with --force-exclude, as the run's own excludes).
+            selected = {p for p in selected if (p in explicit and not force_exclude) or not excluded_by_own_config(p, settings.for_file(p))}
     entries: list[tuple[Path, tuple[str, ...], str, Optional[str], int]] = []
     seen: set[Path] = set()
     # Source roots: configured ones, the project root(s) and each folder named.
@@ -405,7 +415,7 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
     suppressions (reported unused ones included) and per-file ignores."""
     from .analyzer.source import decode
     from .analyzer.suppressions import apply_suppressions, install_suppression_facts
-    from .rules import BY_CODE
+    from .rules import BY_CODE, selected_codes
     from .rules.analysis import UnusedSuppression
 
     selected = {m.display_path for m, entry in zip(modules, entries) if entry[4] & SELECTED}
@@ -417,8 +427,17 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
     for finding in raw_findings:
         by_file.setdefault(finding.filename, []).append(finding)
     findings: list[Finding] = []
+    enabled_by_config: dict[int, set[str]] = {}
     for module in modules:
         file_findings = by_file.pop(module.display_path, [])
+        file_settings, file_enabled = settings, enabled
+        if settings.nested:
+            # Hierarchical configuration: this file's own config decides what is reported.
+            file_settings = settings.for_file(real_path(module.path))
+            if id(file_settings) not in enabled_by_config:
+                enabled_by_config[id(file_settings)] = selected_codes(file_settings.select, file_settings.extend_select, file_settings.ignore)
+            file_enabled = enabled_by_config[id(file_settings)]
+            file_findings = [f for f in file_findings if f.code in file_enabled]
         if module.read_error:
             continue
         is_selected = module.display_path in selected
@@ -433,8 +452,8 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
                 text = source.text if source.error is None else ""
             else:
                 module.load()
-            file_findings = apply_suppressions(module, file_findings, BY_CODE, enabled, UnusedSuppression.code, _unused_message, text=text)
-        ignored = [codes for glob, codes in settings.per_file_ignores if matches_per_file_glob(module.display_path, module.path, glob, settings.root)]
+            file_findings = apply_suppressions(module, file_findings, BY_CODE, file_enabled, UnusedSuppression.code, _unused_message, text=text)
+        ignored = [codes for glob, codes in file_settings.per_file_ignores if matches_per_file_glob(module.display_path, module.path, glob, file_settings.root)]
         for finding in file_findings:
             if any(finding.code.startswith(code) or code == "ALL" for codes in ignored for code in codes):
                 continue

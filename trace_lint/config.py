@@ -96,14 +96,34 @@ class Settings:
     # Where the configuration came from; globs and cache-dir are relative to it.
     root: Path = field(default_factory=Path.cwd)
     config_file: Optional[Path] = None
+    # Hierarchical configuration: configs further down the project (folder, settings) that
+    # decide what is reported for the files under them, deepest first; the analysis runs
+    # with this object's settings, the union of every selection (`checker.check`).
+    nested: tuple[tuple[Path, "Settings"], ...] = ()
+    # What this run reports where no nested config applies (None: these settings).
+    reporting: Optional["Settings"] = None
 
     def cache_key(self) -> str:
         """Everything that can change a finding, for the result cache."""
         return repr(
             (self.select, self.extend_select, self.ignore, self.per_file_ignores,
              self.captured_functions, self.captured_decorators, self.capture_helpers,
-             self.capture_contexts, tuple(str(p) for p in self.src))
+             self.capture_contexts, tuple(str(p) for p in self.src),
+             tuple((str(folder), nested.report_key()) for folder, nested in self.nested),
+             self.reporting.report_key() if self.reporting is not None else None)
         )
+
+    def report_key(self) -> tuple:
+        """What decides the findings a config reports (its selection, ignores, excludes)."""
+        return (self.select, self.extend_select, self.ignore, self.per_file_ignores, self.exclude, self.extend_exclude, str(self.root))
+
+    def for_file(self, path: Path) -> "Settings":
+        """The settings that decide what is reported for `path` (a real path): the nearest
+        nested config's, else this run's."""
+        for folder, settings in self.nested:
+            if folder in path.parents:
+                return settings
+        return self.reporting if self.reporting is not None else self
 
 
 def _string_list(key: str, value: object, where: str, pattern: Optional[re.Pattern] = None) -> tuple[str, ...]:
@@ -156,6 +176,10 @@ def _parse_table(table: dict, where: str, base: Path) -> dict:
             values["per_file_ignores"] = tuple(
                 (glob, _codes(f"per-file-ignores.{glob}", codes, where)) for glob, codes in value.items()
             )
+        elif key == "extend":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: `extend` must be the path of another config file, got {value!r}")
+            values["extend"] = value
         elif key == "cache-dir":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: `cache-dir` must be a non-empty string, got {value!r}")
@@ -166,8 +190,9 @@ def _parse_table(table: dict, where: str, base: Path) -> dict:
     return values
 
 
-def read_config_file(path: Path) -> Settings:
-    """Settings from a pyproject.toml ([tool.trace-lint]) or a trace-lint.toml (top level)."""
+def _read_table(path: Path) -> dict:
+    """The `[tool.trace-lint]` table of a pyproject.toml (however it is spelled: a header,
+    dotted keys) or a trace-lint.toml's top level."""
     where = str(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -180,9 +205,75 @@ def read_config_file(path: Path) -> Settings:
         table = tool.get("trace-lint", {}) if isinstance(tool, dict) else {}
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: [tool.trace-lint] must be a table")
-    else:
-        table = data
-    return Settings(root=real_path(path.parent), config_file=real_path(path), **_parse_table(table, where, path.parent))
+        return table
+    return data
+
+
+def read_config_file(path: Path, _extending: tuple[Path, ...] = ()) -> Settings:
+    """Settings from a pyproject.toml ([tool.trace-lint]) or a trace-lint.toml (top level).
+    `extend = "path"` reads that config first, as ruff does: this file's keys replace its
+    keys, its `extend-select`, `extend-exclude` and (without a `select` here) `ignore` add up."""
+    where = str(path)
+    values = _parse_table(_read_table(path), where, path.parent)
+    settings = Settings(root=real_path(path.parent), config_file=real_path(path))
+    base_name = values.pop("extend", None)
+    if base_name is not None:
+        base_path = real_path(path.parent / os.path.expanduser(base_name))
+        if base_path in (*_extending, real_path(path)):
+            raise ConfigError(f"{where}: `extend` makes a cycle: {' -> '.join(str(p) for p in (*_extending, real_path(path), base_path))}")
+        if not base_path.is_file():
+            raise ConfigError(f"{where}: `extend` names {base_name!r}, which is not a file")
+        base = read_config_file(base_path, (*_extending, real_path(path)))
+        settings = _extended(base, values, settings)
+        return settings
+    return replace(settings, **values)
+
+
+def _extended(base: Settings, values: dict, own: Settings) -> Settings:
+    merged = {key: getattr(base, key) for key in (
+        "select", "extend_select", "ignore", "exclude", "extend_exclude", "per_file_ignores",
+        "captured_functions", "captured_decorators", "capture_helpers", "capture_contexts", "src", "cache_dir")}
+    for key, value in values.items():
+        if key == "extend_exclude":
+            merged[key] = merged[key] + value
+        elif key == "extend_select":
+            merged[key] = value if "select" in values else merged[key] + value
+        elif key == "ignore":
+            merged[key] = value if "select" in values else merged[key] + value
+        else:
+            merged[key] = value
+    if "select" in values:
+        merged["extend_select"] = values.get("extend_select", ())
+        merged["ignore"] = values.get("ignore", ())
+    return replace(own, **merged)
+
+
+def has_config_table(path: Path) -> bool:
+    """Whether a pyproject.toml configures trace-lint: a `tool.trace-lint` table in any TOML
+    spelling. One that does not parse but names trace-lint counts, so that its error is
+    reported rather than the file passed over."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if "trace-lint" not in text:
+        return False
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return True
+    return isinstance(tool, dict) and "trace-lint" in tool
+
+
+def config_in(folder: Path) -> Optional[Path]:
+    """The config file of one folder: trace-lint.toml, else a configuring pyproject.toml."""
+    own = folder / "trace-lint.toml"
+    if own.is_file():
+        return own
+    candidate = folder / "pyproject.toml"
+    if candidate.is_file() and has_config_table(candidate):
+        return candidate
+    return None
 
 
 def find_config_file(start: Path) -> Optional[Path]:
@@ -192,27 +283,37 @@ def find_config_file(start: Path) -> Optional[Path]:
     if directory.is_file():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
-        own = candidate_dir / "trace-lint.toml"
-        if own.is_file():
-            return own
-        candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if "[tool.trace-lint" in text:
-                return candidate
+        found = config_in(candidate_dir)
+        if found is not None:
+            return found
     return None
 
 
-def load_settings(start: Path, config_file: Optional[Path] = None) -> Settings:
-    path = config_file if config_file is not None else find_config_file(start)
+def load_settings(start: Path, config_file: Optional[Path] = None, isolated: bool = False) -> Settings:
+    """The settings for a run from `start`: `config_file`, else the nearest config; none at
+    all with `isolated` (ruff's `--isolated`)."""
+    path = None if isolated else config_file if config_file is not None else find_config_file(start)
     if path is None:
         return Settings(root=real_path(start) if start.is_dir() else real_path(start).parent)
     if config_file is not None and not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     return read_config_file(path)
+
+
+def inline_config(value: str) -> dict:
+    """`--config 'select = ["TRC102"]'`: a TOML `KEY = VALUE` pair, checked as a key of
+    `[tool.trace-lint]` is."""
+    where = f"--config {value!r}"
+    try:
+        table = tomllib.loads(value)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{where}: not a config file and not a TOML `KEY = VALUE` pair ({error})") from None
+    if not table:
+        raise ConfigError(f"{where}: not a config file and not a TOML `KEY = VALUE` pair")
+    values = _parse_table(table, where, Path.cwd())
+    if "extend" in values:
+        raise ConfigError(f"{where}: `extend` names a file; give it in a config file")
+    return values
 
 
 def with_cli_overrides(

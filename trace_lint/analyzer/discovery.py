@@ -51,6 +51,13 @@ def _one_regex(patterns: Iterable[str]) -> re.Pattern:
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
 
 
+def matches_exclude(patterns: Iterable[str], relative: str, name: str) -> bool:
+    """Whether exclude globs match a path (POSIX, relative to its config's folder) by its
+    relative path or its name, as `exclude` is matched during discovery."""
+    patterns = tuple(patterns)
+    return _one_regex(patterns).match(name) is not None or _one_regex([*patterns, *(p.rstrip("/") + "/*" for p in patterns)]).match(relative) is not None
+
+
 class _Excluder:
     def __init__(self, settings: Settings):
         self.settings = settings

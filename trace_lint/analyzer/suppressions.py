@@ -26,10 +26,13 @@ _LINES = re.compile(r"\r\n|\r|\n")
 class Suppression:
     line: int
     column: int
-    kind: str  # "noqa" | "ignore" | "disable" | "enable" | "file"
+    kind: str  # "noqa" | "ignore" | "disable" | "enable" | "file" | "malformed"
     codes: Optional[list[str]]  # None: every code
     end_line: Optional[int] = None  # for disable ranges
     used: set[str] = field(default_factory=set)
+    # Why a suppression does nothing as written ("malformed": a misspelt code, a misplaced
+    # file-level directive); reported as TRC002, never applied.
+    problem: Optional[str] = None
 
     def matches(self, code: str) -> Optional[str]:
         if self.codes is None:
@@ -50,6 +53,36 @@ def _code_list(text: str) -> list[str]:
             break
         codes.append(token)
     return codes
+
+
+# A token meant as a TRC code but not one: lower case, or a letter O / I / l for a digit.
+_LOOKS_LIKE_CODE = re.compile(r"^trc[0-9oil]{0,3}$", re.IGNORECASE)
+_DIGIT_FOR = str.maketrans({"O": "0", "I": "1", "L": "1"})
+
+
+def _malformed_codes(text: str) -> list[tuple[str, str]]:
+    """(token, the code it was likely meant to be) for each token of a code list that reads
+    as a TRC code but is not one; the list ends at the first token that is neither."""
+    found = []
+    for token in re.split(r"[,\s]+", text.strip()):
+        if not token:
+            continue
+        if CODE.match(token):
+            continue
+        if not _LOOKS_LIKE_CODE.match(token):
+            break
+        found.append((token, token.upper().translate(_DIGIT_FOR)))
+    return found
+
+
+def _malformed_message(problems: list[tuple[str, str]], directive: str) -> str:
+    parts = []
+    for token, meant in problems:
+        if token.upper() == meant:
+            parts.append(f"`{token}` is not a code (codes are upper case: `{meant}`)")
+        else:
+            parts.append(f"`{token}` is not a code (a letter where a digit belongs: `{meant}`?)")
+    return f"malformed {directive}: " + "; ".join(parts) + ", so it suppresses nothing"
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -93,13 +126,26 @@ def parse_suppressions(module: ModuleInfo, text: Optional[str] = None) -> list[S
         for match in DIRECTIVE.finditer(comment):
             verb = match.group("verb").lower()
             codes = _code_list(match.group("codes")) if match.group("codes") is not None else None
+            if match.group("codes") is not None:
+                bad = _malformed_codes(match.group("codes"))
+                if bad:
+                    result.append(Suppression(line, column, "malformed", [], problem=_malformed_message(bad, f"`# trace-lint: {verb}[...]`")))
             if verb == "noqa":
+                listed = re.match(r"\s*:\s*(?P<codes>.*)", comment[match.end():])
+                if listed is not None and match.group("codes") is None:
+                    bad = _malformed_codes(listed.group("codes"))
+                    if bad:
+                        result.append(Suppression(line, column, "malformed", [], problem=_malformed_message(bad, "`# trace-lint: noqa:`")))
                 if alone and (first_code_line is None or line < first_code_line):
                     # `# trace-lint: noqa: TRC102` (or `noqa[TRC102]`): that code, file-wide.
-                    listed = re.match(r"\s*:\s*(?P<codes>.*)", comment[match.end():])
                     if listed is not None and codes is None:
                         codes = _code_list(listed.group("codes")) or None
                     result.append(Suppression(line, column, "file", codes))
+                else:
+                    where = "after the first statement" if alone else "after code on its line"
+                    result.append(Suppression(line, column, "malformed", [], problem=(
+                        f"file-level `# trace-lint: noqa` {where} has no effect: it must stand alone "
+                        "on a line before the first statement (use `# noqa: CODE` for one line)")))
                 continue
             if verb == "ignore":
                 result.append(Suppression(line, column, "ignore", codes))
@@ -117,6 +163,9 @@ def parse_suppressions(module: ModuleInfo, text: Optional[str] = None) -> list[S
             if comment[: match.start()].rstrip().endswith(":") and "trace-lint" in comment[: match.start()]:
                 continue  # `# trace-lint: noqa`, handled above
             codes = _code_list(match.group("codes")) if match.group("colon") else None
+            bad = _malformed_codes(match.group("codes")) if match.group("colon") else []
+            if bad:
+                result.append(Suppression(line, column, "malformed", [], problem=_malformed_message(bad, "`# noqa:`")))
             result.append(Suppression(line, column, "noqa", codes))
     return result
 
@@ -291,6 +340,11 @@ def apply_suppressions(
     known = set(known_codes)
     lines: Optional[list[str]] = None
     for suppression in suppressions:
+        if suppression.problem is not None:
+            location = Location(suppression.line, suppression.column)
+            kept.append(Finding(code=unused_code, message=suppression.problem, filename=module.display_path,
+                                location=location, end_location=location, noqa_row=suppression.line))
+            continue
         if suppression.kind == "enable" or suppression.codes is None:
             continue
         unknown = [c for c in suppression.codes if c.startswith("TRC") and not any(k.startswith(c) for k in known)]

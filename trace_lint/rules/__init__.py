@@ -24,15 +24,21 @@ def _matches(code: str, selector: str, exact_for_opt_in: bool) -> bool:
 
 def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
     """ruff's semantics: `select` replaces the default set (None: not given; empty: no
-    rules), `extend-select` adds, `ignore` removes. Opt-in rules are enabled only by their
-    full code or `ALL`."""
-    if select is not None:
-        codes = {c for c in BY_CODE if any(_matches(c, s, True) for s in select)}
-    else:
-        codes = {c for c, rule in BY_CODE.items() if rule.default_enabled}
-    codes |= {c for c in BY_CODE if any(_matches(c, s, True) for s in extend_select)}
-    codes -= {c for c in BY_CODE if any(_matches(c, s, False) for s in ignore)}
+    rules), `extend-select` adds, `ignore` removes. The more specific selector wins
+    (`select TRC102` with `ignore TRC1` keeps TRC102; `ALL` is the least specific); between
+    equally specific ones, `ignore` does. Opt-in rules are enabled only by their full code
+    or `ALL`."""
+    chosen = [*(select or ()), *extend_select]
+    ignored = list(ignore)
+    codes = {c for c, rule in BY_CODE.items() if rule.default_enabled} if select is None else set()
+    for level in sorted({_specificity(s) for s in (*chosen, *ignored)}):
+        codes |= {c for c in BY_CODE if any(_specificity(s) == level and _matches(c, s, True) for s in chosen)}
+        codes -= {c for c in BY_CODE if any(_specificity(s) == level and _matches(c, s, False) for s in ignored)}
     return codes
+
+
+def _specificity(selector: str) -> int:
+    return -1 if selector == "ALL" else len(selector)
 
 
 def rule_for(code: str) -> Optional[type[Rule]]:

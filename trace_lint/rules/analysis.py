@@ -68,8 +68,11 @@ class UnusedSuppression(Rule):
     ## What it does
     Reports a suppression comment that suppresses nothing (`# noqa: TRC101` on a line
     with no TRC101 finding, an `ignore[...]` or a `disable[...]` range that matches
-    nothing), or that names a TRC code that does not exist. Codes of other tools
-    (`# noqa: E501`) and a bare `# noqa` are left alone: they may be for another linter.
+    nothing), or that names a TRC code that does not exist. Also one that does nothing as
+    written: a misspelt code (`# noqa: trc102` in lower case, `TRC1O2` with a letter O),
+    or a file-level `# trace-lint: noqa` after the first statement or after code on its
+    line. Codes of other tools (`# noqa: E501`) and a bare `# noqa` are left alone: they
+    may be for another linter.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on that line, and a misspelt code
