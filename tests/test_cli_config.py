@@ -130,3 +130,12 @@ def test_show_settings_prints_the_rules_in_force(tmp_path):
     own = run_cli("check", "--show-settings", "tests/test_run.py", cwd=project).stdout.decode()
     assert "TRC102" not in own.split("rules = [", 1)[1].split("]", 1)[0]
     assert "tests/pyproject.toml" in own
+
+
+def test_a_cached_run_sees_a_nested_config_change(tmp_path):
+    project = nested_project(tmp_path)
+    assert reported(project, ".") == EXPECTED  # --no-cache: the reference
+    cached = lambda: {(Path(i["filename"]).as_posix(), i["code"]) for i in json.loads(run_cli("check", "--output-format", "json", ".", cwd=project).stdout)}  # noqa: E731
+    assert cached() == EXPECTED
+    write(project / "tests" / "pyproject.toml", "[tool.trace-lint]\n")
+    assert ("tests/test_run.py", "TRC102") in cached()

@@ -30,6 +30,38 @@ RULE_CODES = (
     "TRC401", "TRC403", "TRC404", "TRC405", "TRC406", "TRC408",
     "TRC501",
 )
+# Rules that only their full code or `ALL` enables (kept equal to the catalogue's by
+# tests/test_config.py, like RULE_CODES).
+OPT_IN_CODES = ("TRC204", "TRC303")
+
+
+def selected_rule_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """ruff's semantics: `select` replaces the default set (None: not given; empty: no
+    rules), `extend-select` adds, `ignore` removes. The more specific selector wins
+    (`select TRC102` with `ignore TRC1` keeps TRC102; `ALL` is the least specific); between
+    equally specific ones, `ignore` does. Opt-in rules are enabled only by their full code
+    or `ALL`. Needs neither the rules nor libcst."""
+    chosen = [*(select or ()), *extend_select]
+    ignored = list(ignore)
+    codes = {c for c in RULE_CODES if c not in OPT_IN_CODES} if select is None else set()
+    for level in sorted({_specificity(s) for s in (*chosen, *ignored)}):
+        codes |= {c for c in RULE_CODES if any(_specificity(s) == level and _selects(c, s, True) for s in chosen)}
+        codes -= {c for c in RULE_CODES if any(_specificity(s) == level and _selects(c, s, False) for s in ignored)}
+    return codes
+
+
+def _specificity(selector: str) -> int:
+    return -1 if selector == "ALL" else len(selector)
+
+
+def _selects(code: str, selector: str, exact_for_opt_in: bool) -> bool:
+    if selector == "ALL":
+        return True
+    if exact_for_opt_in and code in OPT_IN_CODES:
+        return code == selector
+    return code.startswith(selector)
+
+
 DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 DEFAULT_EXCLUDE = (

@@ -65,11 +65,11 @@ def with_nested_configs(
             errors.append(str(error))
     if not nested:
         return settings
-    from .rules import selected_codes
+    from .config import selected_rule_codes
 
     enabled: set[str] = set()
     for each in (settings, *(s for _, s in nested)):
-        enabled |= selected_codes(each.select, each.extend_select, each.ignore)
+        enabled |= selected_rule_codes(each.select, each.extend_select, each.ignore)
     nested.sort(key=lambda item: len(item[0].parts), reverse=True)  # deepest first
     return replace(
         settings,

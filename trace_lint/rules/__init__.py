@@ -14,31 +14,11 @@ ALL_RULES: list[type[Rule]] = sorted(
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
 
-def _matches(code: str, selector: str, exact_for_opt_in: bool) -> bool:
-    if selector == "ALL":
-        return True
-    if exact_for_opt_in and not BY_CODE[code].default_enabled:
-        return code == selector
-    return code.startswith(selector)
-
-
 def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
-    """ruff's semantics: `select` replaces the default set (None: not given; empty: no
-    rules), `extend-select` adds, `ignore` removes. The more specific selector wins
-    (`select TRC102` with `ignore TRC1` keeps TRC102; `ALL` is the least specific); between
-    equally specific ones, `ignore` does. Opt-in rules are enabled only by their full code
-    or `ALL`."""
-    chosen = [*(select or ()), *extend_select]
-    ignored = list(ignore)
-    codes = {c for c, rule in BY_CODE.items() if rule.default_enabled} if select is None else set()
-    for level in sorted({_specificity(s) for s in (*chosen, *ignored)}):
-        codes |= {c for c in BY_CODE if any(_specificity(s) == level and _matches(c, s, True) for s in chosen)}
-        codes -= {c for c in BY_CODE if any(_specificity(s) == level and _matches(c, s, False) for s in ignored)}
-    return codes
+    """The enabled codes (`config.selected_rule_codes`: ruff's semantics and precedence)."""
+    from ..config import selected_rule_codes
 
-
-def _specificity(selector: str) -> int:
-    return -1 if selector == "ALL" else len(selector)
+    return selected_rule_codes(select, extend_select, ignore)
 
 
 def rule_for(code: str) -> Optional[type[Rule]]:
