@@ -430,6 +430,11 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
     enabled_by_config: dict[int, set[str]] = {}
     for module in modules:
         file_findings = by_file.pop(module.display_path, [])
+        if module.read_error:
+            continue
+        is_selected = module.display_path in selected
+        if not is_selected and not any(_reported_elsewhere(f, selected) for f in file_findings):
+            continue  # nothing here that this run reports: its suppressions need not be read
         file_settings, file_enabled = settings, enabled
         if settings.nested:
             # Hierarchical configuration: this file's own config decides what is reported.
@@ -438,11 +443,6 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
                 enabled_by_config[id(file_settings)] = selected_codes(file_settings.select, file_settings.extend_select, file_settings.ignore)
             file_enabled = enabled_by_config[id(file_settings)]
             file_findings = [f for f in file_findings if f.code in file_enabled]
-        if module.read_error:
-            continue
-        is_selected = module.display_path in selected
-        if not is_selected and not any(_reported_elsewhere(f, selected) for f in file_findings):
-            continue  # nothing here that this run reports: its suppressions need not be read
         if file_findings or _may_hold_suppressions(project, module):
             text = None
             if module.display_path in facts and not module._loaded:

@@ -135,7 +135,10 @@ def check(
             targets.append(Path(raw))
     try:
         inline = [inline_config(value) for value in config if _is_inline(value)]
-        config_file = next((Path(value) for value in config if not _is_inline(value)), None)
+        config_files = [Path(value) for value in config if not _is_inline(value)]
+        if len(config_files) > 1:
+            raise ConfigError(f"--config: one config file at most, got {', '.join(map(str, config_files))}")
+        config_file = config_files[0] if config_files else None
 
         def configure(file_settings):
             """The command line over a config file's settings: inline `--config` pairs, then flags."""
