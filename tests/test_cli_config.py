@@ -94,6 +94,12 @@ def test_extend_reads_the_base_config(tmp_path):
     write(tmp_path / "a.py", SYNC)
     write(tmp_path / "b.py", HOST_READ)
     assert reported(tmp_path, ".") == {("b.py", "TRC102")}
+    # The extending config's selection is a layer over the base's.
+    write(tmp_path / "base.toml", 'select = ["TRC1"]\nignore = ["TRC103"]\n')
+    write(tmp_path / "pyproject.toml", '[tool.trace-lint]\nextend = "base.toml"\nextend-select = ["TRC103"]\n')
+    assert reported(tmp_path, ".") == {("a.py", "TRC103"), ("b.py", "TRC102")}
+    write(tmp_path / "pyproject.toml", '[tool.trace-lint]\nextend = "base.toml"\nselect = ["TRC102"]\n')
+    assert reported(tmp_path, ".") == {("b.py", "TRC102")}
     write(tmp_path / "base.toml", 'extend = "pyproject.toml"\n')
     cycle = run_cli("check", ".", cwd=tmp_path)
     assert cycle.returncode == 2 and "`extend` makes a cycle" in cycle.stderr.decode()
@@ -117,6 +123,13 @@ def test_the_more_specific_selector_wins(tmp_path):
     assert reported(tmp_path, "--select", "TRC102", "--ignore", "TRC1", ".") == {("b.py", "TRC102")}
     assert reported(tmp_path, "--select", "TRC1", "--ignore", "TRC102", ".") == {("a.py", "TRC103")}
     assert reported(tmp_path, "--select", "TRC102", "--ignore", "TRC102", ".") == set()
+    # The command line is a later layer than the config, as in ruff: its selectors win there
+    # even when less specific, and a `--select` of its own starts afresh.
+    write(tmp_path / "pyproject.toml", '[tool.trace-lint]\nignore = ["TRC102"]\n')
+    assert reported(tmp_path, ".") == {("a.py", "TRC103")}
+    assert reported(tmp_path, "--extend-select", "TRC102", ".") == {("a.py", "TRC103"), ("b.py", "TRC102")}
+    assert reported(tmp_path, "--select", "TRC1", ".") == {("a.py", "TRC103"), ("b.py", "TRC102")}
+    assert reported(tmp_path, "--ignore", "TRC103", ".") == set()
 
 
 def test_show_settings_prints_the_rules_in_force(tmp_path):

@@ -210,14 +210,13 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         return []
     from .analyzer.prefilter import enabled as prefilter_enabled
     from .analyzer.project import ModuleInfo, Project
-    from .rules import selected_codes
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
     project = Project(modules)
     for index, data in raw.items():
         project._raw[id(modules[index])] = data
     explicit = {id(m) for m, entry in zip(modules, entries) if entry[4] & EXPLICIT}
-    enabled = selected_codes(settings.select, settings.extend_select, settings.ignore)
+    enabled = settings.enabled_codes()
     # What the engine would compute itself: admitted modules and explicit ones, in order.
     candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
     named_only: list = []
@@ -415,7 +414,7 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
     suppressions (reported unused ones included) and per-file ignores."""
     from .analyzer.source import decode
     from .analyzer.suppressions import apply_suppressions, install_suppression_facts
-    from .rules import BY_CODE, selected_codes
+    from .rules import BY_CODE
     from .rules.analysis import UnusedSuppression
 
     selected = {m.display_path for m, entry in zip(modules, entries) if entry[4] & SELECTED}
@@ -440,7 +439,7 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
             # Hierarchical configuration: this file's own config decides what is reported.
             file_settings = settings.for_file(real_path(module.path))
             if id(file_settings) not in enabled_by_config:
-                enabled_by_config[id(file_settings)] = selected_codes(file_settings.select, file_settings.extend_select, file_settings.ignore)
+                enabled_by_config[id(file_settings)] = file_settings.enabled_codes()
             file_enabled = enabled_by_config[id(file_settings)]
             file_findings = [f for f in file_findings if f.code in file_enabled]
         if file_findings or _may_hold_suppressions(project, module):

@@ -417,9 +417,9 @@ def _settings_text(settings) -> str:
     """`--show-settings`: every setting in force, by its configuration key."""
     from dataclasses import fields
 
-    from .rules import BY_CODE, selected_codes
+    from .rules import BY_CODE
 
-    enabled = sorted(selected_codes(settings.select, settings.extend_select, settings.ignore))
+    enabled = sorted(settings.enabled_codes())
     lines = ["# the rules in force (select, extend-select and ignore resolved)"]
     lines.append("rules = [" + "".join(f"\n    {code!r},  # {BY_CODE[code].name}" for code in enabled) + ("\n]" if enabled else "]"))
     for item in fields(settings):

@@ -41,12 +41,36 @@ def selected_rule_codes(select: Optional[Iterable[str]], extend_select: Iterable
     (`select TRC102` with `ignore TRC1` keeps TRC102; `ALL` is the least specific); between
     equally specific ones, `ignore` does. Opt-in rules are enabled only by their full code
     or `ALL`. Needs neither the rules nor libcst."""
-    chosen = [*(select or ()), *extend_select]
-    ignored = list(ignore)
-    codes = {c for c in RULE_CODES if c not in OPT_IN_CODES} if select is None else set()
-    for level in sorted({_specificity(s) for s in (*chosen, *ignored)}):
-        codes |= {c for c in RULE_CODES if any(_specificity(s) == level and _selects(c, s, True) for s in chosen)}
-        codes -= {c for c in RULE_CODES if any(_specificity(s) == level and _selects(c, s, False) for s in ignored)}
+    return codes_of_layers([(None if select is None else tuple(select), tuple(extend_select), tuple(ignore))])
+
+
+Layer = tuple[Optional[tuple[str, ...]], tuple[str, ...], tuple[str, ...]]
+
+
+def codes_of_layers(layers: Iterable[Layer]) -> set[str]:
+    """The enabled codes after each (select, extend-select, ignore) layer in turn, as ruff
+    applies a config, the configs it extends and the command line: a layer with `select`
+    starts afresh; one without changes the set before it, its more specific selectors
+    winning. A layer of only `ignore` with `select = []` carries its ignores to the next."""
+    codes = {c for c in RULE_CODES if c not in OPT_IN_CODES}
+    carried: tuple[str, ...] = ()
+    for select, extend_select, ignore in layers:
+        chosen = (*(select or ()), *extend_select)
+        ignored = (*ignore, *carried)
+        carried = ()
+        updates: dict[str, bool] = {}
+        for level in sorted({_specificity(s) for s in (*chosen, *ignored)}):
+            for code in RULE_CODES:
+                if any(_specificity(s) == level and _selects(code, s, True) for s in chosen):
+                    updates[code] = True
+                if any(_specificity(s) == level and _selects(code, s, False) for s in ignored):
+                    updates[code] = False
+        if select is not None:
+            codes = {code for code, on in updates.items() if on}
+            if not select and not extend_select and ignore:
+                carried = ignore
+        else:
+            codes = {code for code in codes if updates.get(code, True)} | {code for code, on in updates.items() if on}
     return codes
 
 
@@ -134,11 +158,18 @@ class Settings:
     nested: tuple[tuple[Path, "Settings"], ...] = ()
     # What this run reports where no nested config applies (None: these settings).
     reporting: Optional["Settings"] = None
+    # Selection layers applied after select/extend-select/ignore: the command line's (and
+    # an extending config's) where they give no `select` of their own (`enabled_codes`).
+    selection_layers: tuple[Layer, ...] = ()
+
+    def enabled_codes(self) -> set[str]:
+        """The codes in force: this config's selection, then each later layer, as ruff."""
+        return codes_of_layers([(self.select, self.extend_select, self.ignore), *self.selection_layers])
 
     def cache_key(self) -> str:
         """Everything that can change a finding, for the result cache."""
         return repr(
-            (self.select, self.extend_select, self.ignore, self.per_file_ignores,
+            (self.select, self.extend_select, self.ignore, self.selection_layers, self.per_file_ignores,
              self.captured_functions, self.captured_decorators, self.capture_helpers,
              self.capture_contexts, tuple(str(p) for p in self.src),
              tuple((str(folder), nested.report_key()) for folder, nested in self.nested),
@@ -147,7 +178,7 @@ class Settings:
 
     def report_key(self) -> tuple:
         """What decides the findings a config reports (its selection, ignores, excludes)."""
-        return (self.select, self.extend_select, self.ignore, self.per_file_ignores, self.exclude, self.extend_exclude, str(self.root))
+        return (self.select, self.extend_select, self.ignore, self.selection_layers, self.per_file_ignores, self.exclude, self.extend_exclude, str(self.root))
 
     def for_file(self, path: Path) -> "Settings":
         """The settings that decide what is reported for `path` (a real path): the nearest
@@ -262,21 +293,19 @@ def read_config_file(path: Path, _extending: tuple[Path, ...] = ()) -> Settings:
 
 
 def _extended(base: Settings, values: dict, own: Settings) -> Settings:
+    """This config over the one it extends: its keys replace the base's; its selection is a
+    later layer (a `select` here starts afresh), its `extend-exclude` adds to the base's."""
     merged = {key: getattr(base, key) for key in (
-        "select", "extend_select", "ignore", "exclude", "extend_exclude", "per_file_ignores",
+        "select", "extend_select", "ignore", "selection_layers", "exclude", "extend_exclude", "per_file_ignores",
         "captured_functions", "captured_decorators", "capture_helpers", "capture_contexts", "src", "cache_dir")}
+    selection = {key: values.pop(key) for key in ("select", "extend_select", "ignore") if key in values}
+    if "select" in selection:
+        merged.update(select=selection["select"], extend_select=selection.get("extend_select", ()),
+                      ignore=selection.get("ignore", ()), selection_layers=())
+    elif selection:
+        merged["selection_layers"] = (*base.selection_layers, (None, selection.get("extend_select", ()), selection.get("ignore", ())))
     for key, value in values.items():
-        if key == "extend_exclude":
-            merged[key] = merged[key] + value
-        elif key == "extend_select":
-            merged[key] = value if "select" in values else merged[key] + value
-        elif key == "ignore":
-            merged[key] = value if "select" in values else merged[key] + value
-        else:
-            merged[key] = value
-    if "select" in values:
-        merged["extend_select"] = values.get("extend_select", ())
-        merged["ignore"] = values.get("ignore", ())
+        merged[key] = merged[key] + value if key == "extend_exclude" else value
     return replace(own, **merged)
 
 
@@ -358,8 +387,9 @@ def with_cli_overrides(
     per_file_ignores: Optional[Sequence[str]] = None,
 ) -> Settings:
     """Command-line options over the configuration, as ruff does: `--select`, `--exclude`
-    and `--per-file-ignores` replace the configured value; the `extend-` ones and
-    `--ignore` add to it."""
+    and `--per-file-ignores` replace the configured value; `--extend-exclude` adds to it;
+    `--extend-select` and `--ignore` without `--select` are a selection layer over the
+    configured one (`Settings.enabled_codes`)."""
     for option, values in (("--select", select), ("--extend-select", extend_select), ("--ignore", ignore)):
         for value in values or ():
             if not CODE_SELECTOR.match(value):
@@ -373,12 +403,11 @@ def with_cli_overrides(
                 raise ConfigError(f"{option}: invalid glob {value!r}: {problem}")
     changes: dict = {}
     if select:
-        changes["select"] = tuple(select)
-        changes["extend_select"] = ()
-    if extend_select:
-        changes["extend_select"] = changes.get("extend_select", settings.extend_select) + tuple(extend_select)
-    if ignore:
-        changes["ignore"] = settings.ignore + tuple(ignore)
+        # A selection of its own starts afresh (ruff): the config's layers no longer count.
+        changes.update(select=tuple(select), extend_select=tuple(extend_select or ()), ignore=tuple(ignore or ()), selection_layers=())
+    elif extend_select or ignore:
+        # A later layer: its more specific selectors win over the config's.
+        changes["selection_layers"] = (*settings.selection_layers, (None, tuple(extend_select or ()), tuple(ignore or ())))
     if exclude:
         changes["exclude"] = tuple(exclude)
     if extend_exclude:

@@ -65,17 +65,16 @@ def with_nested_configs(
             errors.append(str(error))
     if not nested:
         return settings
-    from .config import selected_rule_codes
-
     enabled: set[str] = set()
     for each in (settings, *(s for _, s in nested)):
-        enabled |= selected_rule_codes(each.select, each.extend_select, each.ignore)
+        enabled |= each.enabled_codes()
     nested.sort(key=lambda item: len(item[0].parts), reverse=True)  # deepest first
     return replace(
         settings,
         select=tuple(sorted(enabled)),
         extend_select=(),
         ignore=(),
+        selection_layers=(),
         nested=tuple(nested),
         reporting=settings,
     )
