@@ -59,6 +59,8 @@ def test_nearest_config_decides_each_files_report_in_any_order(tmp_path):
     assert forward == backward == EXPECTED
     # As pre-commit calls it: named files, excludes forced.
     assert reported(project, "--force-exclude", "tests/generated/gen.py", *files) == EXPECTED
+    listed = run_cli("check", "--show-files", ".", cwd=project).stdout.decode().splitlines()
+    assert "tests/generated/gen.py" not in listed and "tests/test_run.py" in listed
     # From inside the nested folder, the same files get the same report.
     assert reported(project / "tests", ".") == {("test_other_sync.py", "TRC103")}
 

@@ -47,6 +47,7 @@ def project_with(tmp_path: Path, **files: str) -> Path:
         (["--statistics", "--watch"], "'--statistics' cannot be used with '--watch'"),
         (["--exit-zero", "--exit-non-zero-on-fix"], "'--exit-zero' cannot be used with '--exit-non-zero-on-fix'"),
         (["--add-noqa", "--stdin-filename", "a.py"], "'--add-noqa' cannot be used with '--stdin-filename'"),
+        (["--watch", "--stdin-filename", "a.py"], "'--watch' cannot be used with '--stdin-filename'"),
     ],
 )
 def test_refused_flag_pairs_write_nothing(tmp_path, flags, message):

@@ -173,11 +173,21 @@ def check(
         from .analyzer.discovery import discover, display_path
 
         found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
+        files = found.files
+        if hierarchical:
+            from .config import real_path
+            from .hierarchy import excluded_by_own_config, with_nested_configs
+
+            named = {real_path(t) for t in targets if t.is_file()}
+            real = {p: found.real.get(p) or real_path(p) for p in files}
+            nested = with_nested_configs(settings, list(real.values()), configure, found.errors)
+            # A folder's own config's excludes, as a check applies them.
+            files = [p for p in files if (real[p] in named and not force_exclude) or not excluded_by_own_config(real[p], nested.for_file(real[p]))]
         for message in found.errors:
             typer.echo(f"trace-lint: {message}", err=True)
         from .output import printable_name
 
-        listed = [printable_name(display_path(p)) for p in found.files] + [printable_name(str(p)) for p in sources]
+        listed = [printable_name(display_path(p)) for p in files] + [printable_name(str(p)) for p in sources]
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
@@ -293,6 +303,7 @@ CONFLICTS = (
     ("--add-noqa", ("--diff", "--fix", "--statistics", "--show-files", "--show-settings", "--watch", "--stdin-filename")),
     ("--diff", ("--statistics",)),
     ("--statistics", ("--watch",)),
+    ("--watch", ("--stdin-filename",)),
     ("--show-files", ("--show-settings", "--statistics", "--stdin-filename", "--watch")),
     ("--show-settings", ("--statistics", "--stdin-filename", "--watch")),
     ("--exit-zero", ("--exit-non-zero-on-fix",)),
