@@ -331,7 +331,8 @@ def _settings_start(targets: list[Path]) -> Path:
     from .checker import project_root
     from .config import config_in
 
-    anchors = [t if t.exists() else t.parent for t in targets]
+    # One lookup per folder: pre-commit can name thousands of files.
+    anchors = list(dict.fromkeys(t if t.is_dir() else t.parent for t in targets))
     anchors = [a for a in anchors if a.exists()]
     roots = {project_root(a) for a in anchors}
     if len(roots) == 1:
