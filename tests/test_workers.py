@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import cli_path
-from trace_lint import parallel
-from trace_lint.checker import check
-from trace_lint.config import load_settings
+from trace_lint.driver import parallel
+from trace_lint.driver.checker import check
+from trace_lint.core.config import load_settings
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from gen_tree import generate  # noqa: E402
@@ -113,7 +113,7 @@ def test_workers_die_with_their_leader(tree, tmp_path):
 
 _WATCHED = """
 import multiprocessing, os, sys, time
-from trace_lint.parallel import die_with_leader
+from trace_lint.driver.parallel import die_with_leader
 
 def child(leader, ready):
     die_with_leader(leader, use_prctl=False)
