@@ -278,7 +278,7 @@ def test_tool_fingerprint_changes_when_trace_lint_itself_is_edited():
 
     import trace_lint.driver.cache as cache_module
 
-    source = Path(cache_module.__file__).resolve().parent / "rules" / "base.py"
+    source = Path(cache_module.__file__).resolve().parent.parent / "rules" / "base.py"
     before = os.stat(source)
     cache_module._TOOL_FINGERPRINT.clear()
     first = cache_module.tool_fingerprint()

@@ -301,6 +301,7 @@ class Engine:
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._chain_of_current: list[list[Related]] = []
+        self.capture_time_now: Optional[dict] = None
         # All that rules read of the analysis.
         self.facts = ProgramFacts(self)
         self.rules = [cls(self._report, self.facts) for cls in self.rule_classes]
@@ -437,9 +438,14 @@ class Engine:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
         self._propagate()
         for function, reach in list(self.reach.items()):
-            self._chain_of_current.append(list(reach.chains.values()))
-            self._guarded(function.module, lambda function=function: self._visit_function(function))
-            self._chain_of_current.pop()
+            # Capture-time objects are judged per chain: the function is visited once for
+            # each set of capture-time parameters its chains give it, with those chains.
+            for parameters, chains in self.origins.by_chain(function, reach.chains, reach.paths):
+                self._chain_of_current.append(chains)
+                self.capture_time_now = parameters
+                self._guarded(function.module, lambda function=function: self._visit_function(function))
+                self._chain_of_current.pop()
+            self.capture_time_now = None
         for region in self.regions:
             for rule in self.rules:
                 rule.context = None  # type: ignore[assignment]

@@ -46,6 +46,8 @@ class AnalysisState(Protocol):
     """What `ProgramFacts` reads of the analysis that built it (`engine.Engine`)."""
 
     regions: list["Region"]
+    # Capture-time parameters on the chains of the unit being visited (None: not visiting one).
+    capture_time_now: Optional[dict]
     origins: Any
     resolver: Any
     effects: Any
@@ -84,8 +86,12 @@ class ProgramFacts:
         return self._engine.capture_kinds(function, region)
 
     def capture_time_parameters(self, function: Optional["FunctionInfo"]) -> frozenset[str]:
-        """Parameters of a captured function that hold, on every call reaching it, an object
-        made during the capture (`self` of `ch.add()` after `ch = Chains()`)."""
+        """Parameters of a captured function that hold an object made during the capture
+        (`self` of `ch.add()` after `ch = Chains()`): on the chains of the unit being visited,
+        else on every call reaching it."""
+        now = self._engine.capture_time_now
+        if now is not None and function in now:
+            return now[function]
         return self._engine.origins.parameters(function)
 
     def _capture_helpers(self):

@@ -2,10 +2,13 @@
 the capture (in captured code, or in the framing code before the region).
 
 `ch = Chains(); ch.add(...)` in captured code: `self` in `Chains.add` is an object the
-capture made, not state that outlives it. Such a parameter is known per call that reaches
-the function; a function's parameter is capture-time only if it is on every call reaching it
-in captured work (the greatest fixed point over the call edges, so recursion keeps what its
-outside callers give).
+capture made, not state that outlives it. It is judged per chain (`by_chain`): along the call
+edges from a capture site down to the function, a parameter is capture-time where each edge
+hands it an object made on that path. So the answer for one chain never depends on which
+other captures the run saw (a split run, one file's run and a whole run agree). Scopes the
+chain does not pass through (a closure's enclosing function reached otherwise) fall back to
+`parameters`: capture-time on every call reaching the function (the greatest fixed point
+over the call edges, so recursion keeps what its outside callers give).
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from trace_lint.semantic.calls import CallResolver, Target, has_decorator
-from trace_lint.semantic.project import FunctionInfo
+from ..semantic.calls import CallResolver, Target, has_decorator
+from ..semantic.project import FunctionInfo
 
 # What an argument needs to be a capture-time object: the (function, parameter) pairs that
 # must hold capture-time objects themselves, the caller's or, for a closure's variable, an
@@ -38,6 +41,7 @@ class CaptureTimeObjects:
         self._framing: set[FunctionInfo] = set()
         self._solved: Optional[dict[FunctionInfo, frozenset]] = None
         self._returns: dict[tuple[int, Optional[int]], bool] = {}
+        self._edge_needs: dict[tuple[int, int], dict[str, Need]] = {}
 
     # -- recording ---------------------------------------------------------------------------
     def add_root(self, function: FunctionInfo) -> None:
@@ -54,10 +58,51 @@ class CaptureTimeObjects:
             return
         self._seen.add(key)
         self._solved = None
-        needs = self._parameter_needs(caller, call, target.function)
+        needs = self._needs_of(caller, call, target.function)
         self._into.setdefault(target.function, []).append((caller, needs))
 
-    # -- the fact ----------------------------------------------------------------------------
+    # -- the fact, per chain -------------------------------------------------------------------
+    def along(self, path: Iterable[tuple[FunctionInfo, cst.Call, FunctionInfo]]) -> dict[FunctionInfo, frozenset]:
+        """The capture-time parameters of each function on a chain's call edges, the root's
+        first (it gets its arguments from outside: none)."""
+        at: dict[FunctionInfo, frozenset] = {}
+        for caller, call, callee in path:
+            at.setdefault(caller, frozenset())
+            needs = self._needs_of(caller, call, callee)
+
+            def holds(pair: tuple) -> bool:
+                function, parameter = pair
+                have = at.get(function)
+                return parameter in (have if have is not None else self.parameters(function))
+
+            at[callee] = frozenset(p for p, need in needs.items() if need is not None and all(holds(pair) for pair in need))
+        return at
+
+    def by_chain(self, function: FunctionInfo, chains: dict, paths: dict) -> list[tuple[dict[FunctionInfo, frozenset], list]]:
+        """The chains reaching `function` grouped by what they make capture-time in it and in
+        its enclosing functions (what its code can name): [(answers, chains)]."""
+        scopes = []
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.parent
+        groups: dict[tuple, tuple[dict, list]] = {}
+        for root_id, chain in chains.items():
+            at = self.along(paths.get(root_id, ()))
+            answers = {s: at[s] if s in at else self.parameters(s) for s in scopes}
+            key = tuple(sorted(answers[s]) for s in scopes)
+            key = tuple(tuple(k) for k in key)
+            groups.setdefault(key, (answers, []))[1].append(chain)
+        return list(groups.values())
+
+    def _needs_of(self, caller: FunctionInfo, call: cst.Call, callee: FunctionInfo) -> dict[str, Need]:
+        key = (id(call), id(callee))
+        cached = self._edge_needs.get(key)
+        if cached is None:
+            cached = self._edge_needs[key] = self._parameter_needs(caller, call, callee)
+        return cached
+
+    # -- the fact on every call ------------------------------------------------------------------
     def parameters(self, function: Optional[FunctionInfo]) -> frozenset:
         """The parameters of a captured function bound to a capture-time object on every call
         that reaches it (empty when unknown)."""

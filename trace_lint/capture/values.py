@@ -12,6 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..frontend.syntax_walk import preorder
 from ..semantic.bindings import Binding
 from ..semantic.dataflow import accesses
 from ..frameworks.region import Region
@@ -83,7 +84,7 @@ def trace_escapes(region: Region) -> bool:
         if region.end is not None:
             lifecycle.add(id(region.end))
         for node in region.function.nodes:
-            if isinstance(node, cst.Return) and node.value is not None and tid in module.normalized(node.value):
+            if isinstance(node, cst.Return) and node.value is not None and _names(node.value, tid, module):
                 escapes = True
             elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None and module.normalized(node.value) == tid:
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -100,6 +101,12 @@ def trace_escapes(region: Region) -> bool:
                 break
     region._escapes = escapes  # type: ignore[attr-defined]
     return escapes
+
+
+def _names(value: cst.BaseExpression, tid: str, module) -> bool:
+    """The expression holds the trace id itself (`return tid`, `return y, tid`), not a name
+    that merely contains its text (`return tid_list`)."""
+    return any(isinstance(n, (cst.Name, cst.Attribute)) and module.normalized(n) == tid for n in preorder(value))
 
 
 def _elements(node: cst.CSTNode):

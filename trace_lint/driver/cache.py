@@ -63,7 +63,7 @@ def tool_fingerprint() -> str:
     """The size and mtime of every source and data file of trace-lint itself: an edited
     checkout (same version number) must not reuse results of the code before the edit."""
     if not _TOOL_FINGERPRINT:
-        package = Path(__file__).resolve().parent
+        package = Path(__file__).resolve().parent.parent
         digest = hashlib.blake2b(digest_size=16)
         for path in sorted(package.rglob("*")):
             if path.suffix in (".py", ".toml"):

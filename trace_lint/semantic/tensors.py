@@ -187,7 +187,12 @@ class TorchFacts:
         """`torch.set_default_device(...)` in the module or `with torch.device(...)` in the function."""
         if self._default_device_changed is None:
             api = tables().torch
-            changed = any(name.rsplit(".", 1)[-1] in self.module.text for name in api.default_device_setters)
+            # The text only says which chunks to parse; a call that resolves to a setter decides.
+            tokens = self.module.tokens_for(api.default_device_setters)
+            changed = any(
+                self.project.qualified_name(call.func, self.module, scope) in api.default_device_setters
+                for call, scope in self.module.iter_calls(tokens)
+            ) if tokens else False
             if not changed and self.function is not None:
                 for node in iter_body_nodes(self.function):
                     if isinstance(node, cst.WithItem) and isinstance(node.item, cst.Call) and self.qualified(node.item.func) in api.device_constructor:
