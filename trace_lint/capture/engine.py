@@ -37,17 +37,11 @@ class Root:
     kind: str = "declared"
 
 
-# One call edge of a chain: (caller, call, callee).
-Edge = tuple[FunctionInfo, cst.Call, FunctionInfo]
-
-
 @dataclass
 class Reach:
-    """How a captured function is reached: for each root, the shortest call chain, as the
-    steps findings show and as the call edges facts are judged along."""
+    """How a captured function is reached: for each root, the shortest call chain."""
 
     chains: dict[int, list[Related]] = field(default_factory=dict)
-    paths: dict[int, tuple[Edge, ...]] = field(default_factory=dict)
 
 
 def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> bool:
@@ -438,9 +432,9 @@ class Engine:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
         self._propagate()
         for function, reach in list(self.reach.items()):
-            # Capture-time objects are judged per chain: the function is visited once for
-            # each set of capture-time parameters its chains give it, with those chains.
-            for parameters, chains in self.origins.by_chain(function, reach.chains, reach.paths):
+            # Capture-time objects are judged per capture site: the function is visited once
+            # for each set of capture-time parameters its sites give it, with their chains.
+            for parameters, chains in self.origins.by_chain(function, reach.chains):
                 self._chain_of_current.append(chains)
                 self.capture_time_now = parameters
                 self._guarded(function.module, lambda function=function: self._visit_function(function))
@@ -505,8 +499,8 @@ class Engine:
                 start = module.range(function.node.name).start
                 root = Root(Related(module.display_path, Location(start.line, start.column + 1), f"`{function.qualname}` {reason}"))
                 self.roots.append(root)
-                self._pending.append((function, len(self.roots) - 1, [root.related], (), None))
-                self.origins.add_root(function)
+                self._pending.append((function, len(self.roots) - 1, [root.related], None))
+                self.origins.add_root(function, len(self.roots) - 1)
         self._collect_captured_callables(candidates)
 
     def _decorator_name(self, decorator: cst.Decorator, module: ModuleInfo, scope: Optional[FunctionInfo]) -> Optional[str]:
@@ -534,8 +528,8 @@ class Engine:
             helper_function = site.helper.capturing_methods[0] if site.helper.capturing_methods else site.helper.function
             kind = kinds_of.get(id(helper_function), "declared") if helper_function is not None else "declared"
             self.roots.append(Root(related, kind=kind))
-            self._pending.append((site.target, len(self.roots) - 1, [related], (), None))
-            self.origins.add_root(site.target)
+            self._pending.append((site.target, len(self.roots) - 1, [related], None))
+            self.origins.add_root(site.target, len(self.roots) - 1)
             if site.caller is not None:
                 self.origins.add_framing(site.caller)
 
@@ -548,22 +542,21 @@ class Engine:
                 start = module.range(call).start
                 related = Related(module.display_path, Location(start.line, start.column + 1), message)
                 self.roots.append(Root(related, kind=framework.callable_kind))
-                self._pending.append((target, len(self.roots) - 1, [related], (), None))
-                self.origins.add_root(target)
+                self._pending.append((target, len(self.roots) - 1, [related], None))
+                self.origins.add_root(target, len(self.roots) - 1)
 
-    def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related], path: tuple[Edge, ...], self_class=None) -> None:
+    def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related], self_class=None) -> None:
         reach = self.reach.setdefault(function, Reach())
         if root_id not in reach.chains:
             reach.chains[root_id] = chain
-            reach.paths[root_id] = path
-        self._pending.append((function, root_id, reach.chains[root_id], reach.paths[root_id], self_class))
+        self._pending.append((function, root_id, reach.chains[root_id], self_class))
 
-    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], path: tuple[Edge, ...], self_class=None) -> None:
+    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None) -> None:
         for target in self.resolver.resolve_all(call, caller, self_class):
-            self.origins.add_edge(caller, call, target)
+            self.origins.add_edge(caller, call, target, root_id)
             start = caller.module.range(call).start
             step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.function.qualname}`")
-            self._add_reach(target.function, root_id, [*chain, step], (*path, (caller, call, target.function)), target.self_class)
+            self._add_reach(target.function, root_id, [*chain, step], target.self_class)
 
     def _visit_region(self, region: Region) -> None:
         context = RuleContext(self.facts, region.module, region.function, region)
@@ -573,7 +566,7 @@ class Engine:
             context,
             [(r, v) for r, v in self._visitors if r.sees_lexical],
             self.capture_anchors(region.module),
-            on_call=lambda call: self._edge(region.function, call, root_id, chain, ()),
+            on_call=lambda call: self._edge(region.function, call, root_id, chain),
         )
 
     def _propagate(self) -> None:
@@ -582,17 +575,15 @@ class Engine:
         one's overrides)."""
         edges_done: set[tuple[int, int, int]] = set()
         while self._pending:
-            function, root_id, chain, path, self_class = self._pending.popleft()
+            function, root_id, chain, self_class = self._pending.popleft()
             reach = self.reach.setdefault(function, Reach())
-            if root_id not in reach.chains:
-                reach.chains[root_id] = chain
-                reach.paths[root_id] = path
+            reach.chains.setdefault(root_id, chain)
             key = (id(function), root_id, id(self_class))
             if key in edges_done:
                 continue
             edges_done.add(key)
             for call in self._calls_in(function):
-                self._edge(function, call, root_id, reach.chains[root_id], reach.paths[root_id], self_class)
+                self._edge(function, call, root_id, reach.chains[root_id], self_class)
 
     def _calls_in(self, function: FunctionInfo) -> list[cst.Call]:
         cached = getattr(function, "_captured_calls", None)

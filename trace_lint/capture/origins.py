@@ -2,13 +2,12 @@
 the capture (in captured code, or in the framing code before the region).
 
 `ch = Chains(); ch.add(...)` in captured code: `self` in `Chains.add` is an object the
-capture made, not state that outlives it. It is judged per chain (`by_chain`): along the call
-edges from a capture site down to the function, a parameter is capture-time where each edge
-hands it an object made on that path. So the answer for one chain never depends on which
-other captures the run saw (a split run, one file's run and a whole run agree). Scopes the
-chain does not pass through (a closure's enclosing function reached otherwise) fall back to
-`parameters`: capture-time on every call reaching the function (the greatest fixed point
-over the call edges, so recursion keeps what its outside callers give).
+capture made, not state that outlives it. It is judged per capture site (`by_chain`): a
+parameter is capture-time where every call reached from that site hands it such an object
+(the greatest fixed point over that site's call edges, so recursion keeps what its outside
+callers give). The answer for one site's chain never depends on which other captures the run
+saw, so a split run, one file's run and a whole run agree. `parameters` is the same fact over
+every site's edges.
 """
 
 from __future__ import annotations
@@ -42,45 +41,40 @@ class CaptureTimeObjects:
         self._solved: Optional[dict[FunctionInfo, frozenset]] = None
         self._returns: dict[tuple[int, Optional[int]], bool] = {}
         self._edge_needs: dict[tuple[int, int], dict[str, Need]] = {}
+        # The same, per capture site (root id): what that site's calls hand each function.
+        self._into_by_root: dict[int, dict[FunctionInfo, list[tuple[FunctionInfo, dict[str, Need]]]]] = {}
+        self._seen_by_root: set[tuple[int, tuple[int, int]]] = set()
+        self._solved_by_root: dict[int, dict[FunctionInfo, frozenset]] = {}
+        self._root_start: dict[int, FunctionInfo] = {}
 
     # -- recording ---------------------------------------------------------------------------
-    def add_root(self, function: FunctionInfo) -> None:
+    def add_root(self, function: FunctionInfo, root_id: int) -> None:
         """A function captured as a whole (declared, a helper's callable): its parameters come
         from outside."""
         self._roots.add(function)
+        self._root_start[root_id] = function
 
     def add_framing(self, function: FunctionInfo) -> None:
         self._framing.add(function)
 
-    def add_edge(self, caller: FunctionInfo, call: cst.Call, target: Target) -> None:
+    def add_edge(self, caller: FunctionInfo, call: cst.Call, target: Target, root_id: int) -> None:
         key = (id(call), id(target.function))
+        needs = self._needs_of(caller, call, target.function)
+        if (root_id, key) not in self._seen_by_root:
+            self._seen_by_root.add((root_id, key))
+            self._solved_by_root.pop(root_id, None)
+            self._into_by_root.setdefault(root_id, {}).setdefault(target.function, []).append((caller, needs))
         if key in self._seen:
             return
         self._seen.add(key)
         self._solved = None
-        needs = self._needs_of(caller, call, target.function)
         self._into.setdefault(target.function, []).append((caller, needs))
 
-    # -- the fact, per chain -------------------------------------------------------------------
-    def along(self, path: Iterable[tuple[FunctionInfo, cst.Call, FunctionInfo]]) -> dict[FunctionInfo, frozenset]:
-        """The capture-time parameters of each function on a chain's call edges, the root's
-        first (it gets its arguments from outside: none)."""
-        at: dict[FunctionInfo, frozenset] = {}
-        for caller, call, callee in path:
-            at.setdefault(caller, frozenset())
-            needs = self._needs_of(caller, call, callee)
-
-            def holds(pair: tuple) -> bool:
-                function, parameter = pair
-                have = at.get(function)
-                return parameter in (have if have is not None else self.parameters(function))
-
-            at[callee] = frozenset(p for p, need in needs.items() if need is not None and all(holds(pair) for pair in need))
-        return at
-
-    def by_chain(self, function: FunctionInfo, chains: dict, paths: dict) -> list[tuple[dict[FunctionInfo, frozenset], list]]:
-        """The chains reaching `function` grouped by what they make capture-time in it and in
-        its enclosing functions (what its code can name): [(answers, chains)]."""
+    # -- the fact, per capture site ------------------------------------------------------------
+    def by_chain(self, function: FunctionInfo, chains: dict) -> list[tuple[dict[FunctionInfo, frozenset], list]]:
+        """The chains reaching `function` (one per capture site) grouped by what the calls
+        under their site make capture-time in it and in its enclosing functions (what its
+        code can name): [(answers, chains)]."""
         scopes = []
         scope: Optional[FunctionInfo] = function
         while scope is not None:
@@ -88,12 +82,21 @@ class CaptureTimeObjects:
             scope = scope.parent
         groups: dict[tuple, tuple[dict, list]] = {}
         for root_id, chain in chains.items():
-            at = self.along(paths.get(root_id, ()))
-            answers = {s: at[s] if s in at else self.parameters(s) for s in scopes}
-            key = tuple(sorted(answers[s]) for s in scopes)
-            key = tuple(tuple(k) for k in key)
+            solved = self._solved_under(root_id)
+            answers = {s: solved.get(s, frozenset()) for s in scopes}
+            key = tuple(tuple(sorted(answers[s])) for s in scopes)
             groups.setdefault(key, (answers, []))[1].append(chain)
         return list(groups.values())
+
+    def _solved_under(self, root_id: int) -> dict[FunctionInfo, frozenset]:
+        """Capture-time parameters on every call reached from one capture site: the fixed
+        point over that site's own call edges, whatever other sites the run saw."""
+        solved = self._solved_by_root.get(root_id)
+        if solved is None:
+            start = self._root_start.get(root_id)
+            into = self._into_by_root.get(root_id, {})
+            solved = self._solved_by_root[root_id] = _greatest_fixed_point(into, lambda f: f is start)
+        return solved
 
     def _needs_of(self, caller: FunctionInfo, call: cst.Call, callee: FunctionInfo) -> dict[str, Need]:
         key = (id(call), id(callee))
@@ -113,31 +116,7 @@ class CaptureTimeObjects:
         return self._solved.get(function, frozenset())
 
     def _solve(self) -> dict[FunctionInfo, frozenset]:
-        # Functions reached only through calls start from "every parameter" (None) and
-        # shrink; roots and framing functions give nothing of their own.
-        fresh: dict[FunctionInfo, Optional[frozenset]] = {f: None for f in self._into if f not in self._roots}
-
-        def holds(pair: tuple) -> bool:
-            function, parameter = pair
-            if function not in fresh:
-                return False
-            have = fresh[function]
-            return have is None or parameter in have
-
-        changed = True
-        while changed:
-            changed = False
-            for function, edges in self._into.items():
-                if function not in fresh:
-                    continue
-                result: Optional[frozenset] = None
-                for _, needs in edges:
-                    ok = frozenset(p for p, need in needs.items() if need is not None and all(holds(pair) for pair in need))
-                    result = ok if result is None else result & ok
-                if result != fresh[function]:
-                    fresh[function] = result
-                    changed = True
-        return {f: (s or frozenset()) for f, s in fresh.items()}
+        return _greatest_fixed_point(self._into, lambda f: f in self._roots)
 
     # -- one call ----------------------------------------------------------------------------
     def _parameter_needs(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo) -> dict[str, Need]:
@@ -253,6 +232,35 @@ class CaptureTimeObjects:
                 break
         self._returns[key] = ok
         return ok
+
+
+def _greatest_fixed_point(into: dict, is_root) -> dict[FunctionInfo, frozenset]:
+    """Parameters bound to a capture-time object on every call edge into each function.
+    Functions reached only through calls start from "every parameter" (None) and shrink;
+    roots and framing functions give nothing of their own."""
+    fresh: dict[FunctionInfo, Optional[frozenset]] = {f: None for f in into if not is_root(f)}
+
+    def holds(pair: tuple) -> bool:
+        function, parameter = pair
+        if function not in fresh:
+            return False
+        have = fresh[function]
+        return have is None or parameter in have
+
+    changed = True
+    while changed:
+        changed = False
+        for function, edges in into.items():
+            if function not in fresh:
+                continue
+            result: Optional[frozenset] = None
+            for _, needs in edges:
+                ok = frozenset(p for p, need in needs.items() if need is not None and all(holds(pair) for pair in need))
+                result = ok if result is None else result & ok
+            if result != fresh[function]:
+                fresh[function] = result
+                changed = True
+    return {f: (s or frozenset()) for f, s in fresh.items()}
 
 
 def _first_parameter_need(function: FunctionInfo) -> Need:
