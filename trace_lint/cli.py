@@ -64,6 +64,7 @@ def check(
     statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
+    no_observed: bool = typer.Option(False, "--no-observed", help="Ignore the call edges the runtime guard recorded in tests (config `observed`)."),
     config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="Use this pyproject.toml or trace-lint.toml.", show_default=False),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
@@ -121,8 +122,14 @@ def check(
         )
     except ConfigError as error:
         raise _fail(str(error))
+    if no_observed:
+        from dataclasses import replace
+
+        settings = replace(settings, observed=False)
     if show_settings:
-        _write_output(_settings_text(settings), output_file)
+        from .core.observed import summary as observed_summary
+
+        _write_output(_settings_text(settings) + f"# {observed_summary(settings)}\n", output_file)
         raise typer.Exit(0)
     if show_files:
         from .frontend.discovery import discover, display_path

@@ -17,6 +17,7 @@ from ..core.config import Settings
 from ..semantic.calls import CallResolver
 from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
+from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
@@ -307,6 +308,8 @@ class Engine:
         self.roots_in: Optional[list[ModuleInfo]] = list(roots_in) if roots_in is not None else None
         self._prefilter = None
         self._candidate_functions: dict[int, list[FunctionInfo]] = {}
+        # Call edges the runtime guard recorded, for calls with no static target.
+        self.observed = observed_calls(project, settings)
 
     # -- facts shared by rules ---------------------------------------------------------------
     def capture_anchors(self, module: ModuleInfo) -> list[cst.CSTNode]:
@@ -552,11 +555,18 @@ class Engine:
         self._pending.append((function, root_id, reach.chains[root_id], self_class))
 
     def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None) -> None:
-        for target in self.resolver.resolve_all(call, caller, self_class):
+        targets = self.resolver.resolve_all(call, caller, self_class)
+        for target in targets:
             self.origins.add_edge(caller, call, target, root_id)
             start = caller.module.range(call).start
             step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.function.qualname}`")
             self._add_reach(target.function, root_id, [*chain, step], target.self_class)
+        if not targets and self.observed:
+            # No static target: what the runtime guard saw this call run (capture/observed.py).
+            start = caller.module.range(call).start
+            for function, edge in self.observed.targets(caller.module, start.line, start.column):
+                step = Related(caller.module.display_path, Location(start.line, start.column + 1), observed_step(function.qualname, edge))
+                self._add_reach(function, root_id, [*chain, step])
 
     def _visit_region(self, region: Region) -> None:
         context = RuleContext(self.facts, region.module, region.function, region)

@@ -93,6 +93,9 @@ class Settings:
     # Source roots for resolving imports, absolute (config `src` is relative to its file).
     src: tuple[Path, ...] = ()
     cache_dir: Optional[str] = None
+    # Call edges the runtime guard recorded: True reads `<cache-dir>/observed`, a string
+    # names the folder, False ignores them (core/observed.py).
+    observed: bool | str = True
     # Where the configuration came from; globs and cache-dir are relative to it.
     root: Path = field(default_factory=Path.cwd)
     config_file: Optional[Path] = None
@@ -156,6 +159,10 @@ def _parse_table(table: dict, where: str, base: Path) -> dict:
             values["per_file_ignores"] = tuple(
                 (glob, _codes(f"per-file-ignores.{glob}", codes, where)) for glob, codes in value.items()
             )
+        elif key == "observed":
+            if not isinstance(value, (bool, str)) or value == "":
+                raise ConfigError(f"{where}: `observed` must be true, false or a folder name, got {value!r}")
+            values["observed"] = value
         elif key == "cache-dir":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: `cache-dir` must be a non-empty string, got {value!r}")

@@ -28,28 +28,20 @@ import hashlib
 import json
 import os
 import re
-import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
+from ..core.files import cache_folder, mark_cache_folder, read_regular_file as _read_regular_file, write_atomically  # noqa: F401  (cache_folder: this module's API)
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
 from ..frontend.text_index import called_names, defined_names
 
 FORMAT = 3
-DEFAULT_DIR = ".trace-lint-cache"
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
 ANALYSIS_TRIES = 4
-
-
-def cache_folder(settings) -> Path:
-    """`cache-dir` from the config (relative to the config's folder), or `.trace-lint-cache` there."""
-    folder = Path(settings.cache_dir) if settings.cache_dir else Path(DEFAULT_DIR)
-    return folder if folder.is_absolute() else Path(settings.root) / folder
 
 
 def content_hash(data: bytes) -> str:
@@ -73,10 +65,18 @@ def tool_fingerprint() -> str:
     return _TOOL_FINGERPRINT[0]
 
 
+def _observed_key(settings) -> str:
+    """The runtime guard's records the analysis follows (their digest): a changed record
+    never serves findings computed without it."""
+    from ..core.observed import cache_key
+
+    return cache_key(settings)
+
+
 def run_key(settings, files: Iterable[tuple[str, str, str, bool]]) -> str:
     """files: (display path, module name, content hash, named on the command line), in run order."""
     digest = hashlib.blake2b(digest_size=20)
-    header = json.dumps([FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd()])
+    header = json.dumps([FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd(), _observed_key(settings)])
     digest.update(header.encode())
     for display, name, content, explicit in files:
         digest.update(f"\0{display}\0{name}\0{content}\0{int(explicit)}".encode("utf-8", "surrogatepass"))
@@ -88,7 +88,7 @@ def analysis_key(settings, files: Iterable[tuple[str, str]]) -> str:
     their contents. Which files a run names or reports on is not part of it: any run over the
     same project can reuse the analysis (a one-file run after a whole run)."""
     digest = hashlib.blake2b(digest_size=20)
-    header = json.dumps(["analysis", FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd()])
+    header = json.dumps(["analysis", FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd(), _observed_key(settings)])
     digest.update(header.encode())
     for display, name in sorted(files):
         digest.update(f"\0{display}\0{name}".encode("utf-8", "surrogatepass"))
@@ -378,27 +378,6 @@ def _group_data(group: GroupRecord) -> dict:
     }
 
 
-def _read_regular_file(path: Path, most: int) -> Optional[bytes]:
-    """The bytes of `path` if it is a regular file of at most `most` bytes; None for anything
-    else (missing, a folder, a FIFO or device that would block or never end, unreadable)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        handle = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        status = os.fstat(handle)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > most:
-            return None
-        with os.fdopen(handle, "rb", closefd=False) as stream:
-            data = stream.read(most + 1)
-        return data if len(data) <= most else None
-    except OSError:
-        return None
-    finally:
-        os.close(handle)
-
-
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
@@ -464,17 +443,7 @@ class ResultCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()
-            handle, temporary = tempfile.mkstemp(prefix=".entry-", suffix=".tmp", dir=self.folder)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(json.dumps(data, separators=(",", ":")))  # the C encoder; dump() streams in Python
-                os.replace(temporary, path)
-            except BaseException:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
-                raise
+            write_atomically(path, json.dumps(data, separators=(",", ":")))  # the C encoder; dump() streams in Python
             self._prune(pattern)
         except OSError:
             pass
@@ -531,14 +500,7 @@ class ResultCache:
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:
-        # As ruff does: keep the folder out of git and out of backups.
-        for name, content in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
-            path = self.folder / name
-            if not path.exists():
-                try:
-                    path.write_text(content, encoding="utf-8")
-                except OSError:
-                    pass
+        mark_cache_folder(self.folder)
 
     def _prune(self, pattern: str) -> None:
         entries = []

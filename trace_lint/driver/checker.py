@@ -84,6 +84,10 @@ def check(
     paths select: findings located in them, and findings elsewhere whose call chain starts
     at a capture in them. Without it, the named paths are the whole program."""
     result = CheckResult()
+    from ..core.observed import new_warnings
+
+    for warning in new_warnings(settings):  # a bad record is never an error of the run
+        print(f"trace-lint: warning: {warning}", file=sys.stderr)
     sources = {real_path(p): text for p, text in (sources or {}).items()}
     on_disk = [p for p in paths if real_path(p) not in sources]
     found = discover(on_disk, settings, force_exclude=force_exclude)
