@@ -19,7 +19,6 @@ class ObservedCalls:
     def __init__(self, project, settings, records: Records):
         self.project = project
         self.root = os.path.realpath(settings.root)
-        self.stale: set[tuple] = set()
         self._by_site: dict[tuple[str, int], list[Edge]] = {}
         for edge in records.edges:
             self._by_site.setdefault((edge.caller.file, edge.caller.line), []).append(edge)
@@ -74,8 +73,7 @@ class ObservedCalls:
                 continue
             callee_module = self._module(edge.callee.file)
             if callee_module is None or self._hash(module) != edge.caller_hash or self._hash(callee_module) != edge.callee_hash:
-                self.stale.add(edge.key())
-                continue
+                continue  # stale: a file changed since the guard saw the call
             function = find_function(callee_module, edge.callee)
             if function is not None and id(function) not in done:
                 done.add(id(function))
