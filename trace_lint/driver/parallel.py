@@ -84,10 +84,37 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _cpu_times() -> Optional[tuple[int, int]]:
+    """(idle, total) jiffies of all CPUs from /proc/stat; None where there is none."""
+    try:
+        with open("/proc/stat", "rb") as stat_file:
+            fields = stat_file.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != b"cpu" or len(fields) < 5:
+        return None
+    values = [int(v) for v in fields[1:9]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return idle, sum(values)
+
+
+# How long the CPUs are watched before a parallel run is planned: the load average lags by a
+# minute, so a run right after another saw the machine as busy.
+IDLE_SAMPLE_SECONDS = 0.05
+
+
 def idle_cpus() -> int:
-    """CPUs this process may use less the load of the last minute (rounded), at least 1: a
-    worker on a busy CPU only slows the run down."""
+    """CPUs this process may use that are idle now, at least 1: a worker on a busy CPU only
+    slows the run down. Sampled from /proc/stat over a short interval, else the load of the
+    last minute."""
     cpus = default_jobs()
+    before = _cpu_times()
+    if before is not None:
+        time.sleep(IDLE_SAMPLE_SECONDS)
+        after = _cpu_times()
+        if after is not None and after[1] > before[1]:
+            idle_share = (after[0] - before[0]) / (after[1] - before[1])
+            return max(1, min(cpus, int(idle_share * (os.cpu_count() or cpus) + 0.5)))
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
