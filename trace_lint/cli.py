@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .config import ConfigError, inline_config, load_settings, split_codes, with_cli_overrides
+from .core.config import ConfigError, inline_config, load_settings, split_codes, with_cli_overrides
 
 app = typer.Typer(
     name="trace-lint",
@@ -67,6 +67,7 @@ def check(
     statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
+    no_observed: bool = typer.Option(False, "--no-observed", help="Ignore the call edges the runtime guard recorded in tests (config `observed`)."),
     config: List[str] = typer.Option([], "--config", metavar="FILE|KEY=VALUE", help="Use this pyproject.toml or trace-lint.toml (no per-folder configs), or override one setting: --config 'select = [\"TRC1\"]' (repeatable).", show_default=False),
     isolated: bool = typer.Option(False, "--isolated", help="Ignore every config file."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
@@ -75,7 +76,7 @@ def check(
     show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial).", show_default=False),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
-    # Fixes (trace_lint.fixes).
+    # Fixes (trace_lint.report.fixes).
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes, then report what remains."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Count unsafe fixes as available: --fix applies them, output marks them [*]."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is any)."),
@@ -86,7 +87,7 @@ def check(
     """Check files and folders for code that is unsafe inside captures.
 
     PATH: files or folders to check (default: .); `-` reads source from stdin."""
-    from .checker import check as run_check
+    from .driver.checker import check as run_check
     from .output import FORMAT_NAMES, OutputContext, formatters
 
     conflict = _conflicting_flags(
@@ -126,7 +127,7 @@ def check(
         if raw == "-":
             name = Path(stdin_filename or "stdin.py")
             data = sys.stdin.buffer.read() if sys.stdin is not None else b""
-            from .analyzer.source import decode
+            from .frontend.source import decode
 
             decoded = decode(data)
             sources[name] = decoded.text if decoded.error is None else data.decode("utf-8", "replace")
@@ -146,7 +147,7 @@ def check(
 
             for values in inline:
                 file_settings = with_values(file_settings, **values)
-            return with_cli_overrides(
+            file_settings = with_cli_overrides(
                 file_settings,
                 split_codes(select),
                 split_codes(extend_select),
@@ -155,6 +156,7 @@ def check(
                 extend_exclude=extend_exclude,
                 per_file_ignores=per_file_ignores,
             )
+            return with_values(file_settings, observed=False) if no_observed else file_settings
 
         settings = configure(load_settings(_settings_start(targets), config_file, isolated))
     except ConfigError as error:
@@ -162,7 +164,10 @@ def check(
     # Per-folder configs unless one config (or none) was asked for, as ruff's --config and --isolated.
     hierarchical = config_file is None and not isolated
     if show_settings:
-        _write_output(_settings_text(_settings_of_first(targets, settings, hierarchical, configure)), output_file)
+        from .core.observed import summary as observed_summary
+
+        shown = _settings_of_first(targets, settings, hierarchical, configure)
+        _write_output(_settings_text(shown) + f"# {observed_summary(shown)}\n", output_file)
         raise typer.Exit(0)
     if force_exclude and sources and _stdin_excluded(next(iter(sources)), settings, hierarchical and stdin_filename is not None, configure):
         # An excluded --stdin-filename: nothing is reported; --fix gives the source back.
@@ -170,13 +175,13 @@ def check(
             sys.stdout.write(next(iter(sources.values())))
         raise typer.Exit(0)
     if show_files:
-        from .analyzer.discovery import discover, display_path
+        from .frontend.discovery import discover, display_path
 
         found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
         files = found.files
         if hierarchical:
-            from .config import real_path
-            from .hierarchy import excluded_by_own_config, with_nested_configs
+            from .core.config import real_path
+            from .report.hierarchy import excluded_by_own_config, with_nested_configs
 
             named = {real_path(t) for t in targets if t.is_file()}
             real = {p: found.real.get(p) or real_path(p) for p in files}
@@ -191,9 +196,9 @@ def check(
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
-        from .cache import ResultCache, cache_folder
-        from .parallel import AUTO
-        from .progress import Progress
+        from .driver.cache import ResultCache, cache_folder
+        from .driver.parallel import AUTO
+        from .driver.progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
 
@@ -216,7 +221,7 @@ def check(
         if add_noqa:
             done_status = _add_noqa(run({}), sources)
         elif fix or diff:
-            from .fixes import fix_until_stable, read_exact
+            from .report.fixes import fix_until_stable, read_exact
 
             def read_stored(filename: str) -> Optional[str]:
                 stdin_text = next((text for path, text in sources.items() if _same_file(path, filename)), None)
@@ -231,7 +236,7 @@ def check(
                     if exit_non_zero_on_fix and outcome.fixed and done_status == 0:
                         done_status = EXIT_FINDINGS
             else:
-                from .fixes import write_exact
+                from .report.fixes import write_exact
 
                 for filename, (_before, after) in outcome.changed.items():
                     write_exact(filename, after)
@@ -328,8 +333,8 @@ def _is_inline(value: str) -> bool:
 def _settings_start(targets: list[Path]) -> Path:
     """Where the run's own config is looked up, whatever the order of the named paths: the
     project that holds them all (its root's config), else the working folder."""
-    from .checker import project_root
-    from .config import config_in
+    from .driver.checker import project_root
+    from .core.config import config_in
 
     # One lookup per folder: pre-commit can name thousands of files.
     anchors = list(dict.fromkeys(t if t.is_dir() else t.parent for t in targets))
@@ -344,8 +349,8 @@ def _settings_start(targets: list[Path]) -> Path:
 def _settings_of_first(targets: list[Path], settings, hierarchical: bool, configure):
     """`--show-settings`: the settings that decide what is reported for the first path named
     (its own folder's config where there is one, as ruff shows a file's)."""
-    from .config import read_config_file, real_path
-    from .hierarchy import NearestConfigs
+    from .core.config import read_config_file, real_path
+    from .report.hierarchy import NearestConfigs
 
     if not hierarchical or not targets or not targets[0].exists():
         return settings
@@ -362,8 +367,8 @@ def _settings_of_first(targets: list[Path], settings, hierarchical: bool, config
 def _stdin_excluded(name: Path, settings, hierarchical: bool, configure) -> bool:
     """Whether `--force-exclude` drops the stdin file `name`: its config's excludes (the
     defaults included) match it, as for a file on disk."""
-    from .config import DEFAULT_EXCLUDE, read_config_file, real_path
-    from .hierarchy import NearestConfigs, excluded_by_own_config
+    from .core.config import DEFAULT_EXCLUDE, read_config_file, real_path
+    from .report.hierarchy import NearestConfigs, excluded_by_own_config
 
     real = real_path(name)
     own = settings
@@ -429,7 +434,7 @@ def _settings_text(settings) -> str:
     """`--show-settings`: every setting in force, by its configuration key."""
     from dataclasses import fields
 
-    from .rules import BY_CODE
+    from .core.registry import BY_CODE
 
     enabled = sorted(settings.enabled_codes())
     lines = ["# the rules in force (select, extend-select and ignore resolved)"]
@@ -486,7 +491,7 @@ def _same_file(path: Path, filename: str) -> bool:
 
 def _add_noqa(result, sources) -> int:
     """`check --add-noqa`: a suppression comment at every finding; the exit status."""
-    from .fixes import add_noqa, read_exact, write_exact
+    from .report.fixes import add_noqa, read_exact, write_exact
 
     for message in result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
@@ -513,7 +518,7 @@ def _add_noqa(result, sources) -> int:
 def _show_fixes(outcome, as_diff: bool, stdin_sources: dict) -> int:
     """`--diff` (a unified diff of every change, nothing written) and `--fix` on stdin (the
     fixed source on stdout, as ruff does); the exit status."""
-    from .fixes import unified_diff
+    from .report.fixes import unified_diff
 
     for message in outcome.result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
@@ -548,7 +553,10 @@ def rule(
         return
     if code is None:
         raise _fail("give a rule code (such as TRC101) or --all")
-    found = rule_for(code) or next((r for r in ALL_RULES if r.name == code.lower()), None)
+    from .core.registry import spec_for
+
+    spec = spec_for(code)  # by code or by name
+    found = rule_for(spec.code) if spec is not None else None
     if found is None:
         raise _fail(f"unknown rule code {code!r}; `trace-lint rule --all` lists them")
     typer.echo(found.docs().rstrip("\n"))

@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext
 from ._paths import relative_to_root, repository_root
 

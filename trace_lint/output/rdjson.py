@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
-from ..analyzer.findings import Finding, Location, rules_page
+from ..core.findings import Finding, Location, rules_page
 from . import OutputContext
 
 _SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO", "hint": "INFO"}

@@ -16,7 +16,7 @@ BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
 def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
     """The enabled codes (`config.selected_rule_codes`: ruff's semantics and precedence)."""
-    from ..config import selected_rule_codes
+    from ..core.config import selected_rule_codes
 
     return selected_rule_codes(select, extend_select, ignore)
 
