@@ -41,6 +41,7 @@ FIXED_NAMES = [
     b"new\nline.py",
     b"tab\t.py",
     b"cr\r.py",
+    b"line\xe2\x80\xa8separator.py",  # U+2028: str.splitlines ends a line there
     b"#hash.py",
 ]
 
@@ -58,7 +59,7 @@ NAMES = FIXED_NAMES + random_names(24, seed=25)
 def expected_name(raw: bytes) -> str:
     """How output writes a name: UTF-8 as it is, other bytes and control characters as `\\xNN`."""
     text = raw.decode("utf-8", "backslashreplace")
-    return re.sub("[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    return re.sub("[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 @pytest.fixture(scope="module")

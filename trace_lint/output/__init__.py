@@ -51,11 +51,17 @@ def printable_name(name: str) -> str:
         text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate that stands for no byte
         text = name.encode("utf-8", "backslashreplace").decode("utf-8")
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
 
 
-# C0 and C1 controls and DEL: never part of a name a line-based reader can take.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# C0 and C1 controls, DEL and the Unicode line separators: never part of a name that a
+# line-based reader can take.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _printable_finding(finding: Finding) -> Finding:
