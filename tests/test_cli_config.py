@@ -154,3 +154,19 @@ def test_a_cached_run_sees_a_nested_config_change(tmp_path):
     assert cached() == EXPECTED
     write(project / "tests" / "pyproject.toml", "[tool.trace-lint]\n")
     assert ("tests/test_run.py", "TRC102") in cached()
+
+
+def test_runs_with_several_nested_configs_hit_the_cache(tmp_path):
+    project = nested_project(tmp_path)
+    for folder in ("a", "b", "c", "d"):
+        write(project / folder / "pyproject.toml", '[tool.trace-lint]\nignore = ["TRC103"]\n')
+        write(project / folder / "m.py", SYNC)
+    first = run_cli("check", "--output-format", "json", ".", cwd=project)
+    assert first.returncode == 1
+    # The same settings give the same cache key: the second run reads the stored result.
+    cache = project / ".trace-lint-cache"
+    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    second = run_cli("check", "--output-format", "json", ".", cwd=project)
+    assert second.stdout == first.stdout
+    after = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    assert set(after) == set(before), "a second run with unchanged configs stored a new result"

@@ -58,7 +58,7 @@ def with_nested_configs(
     if not configs:
         return settings
     nested: list[tuple[Path, Settings]] = []
-    for config in configs:
+    for config in sorted(configs):
         try:
             nested.append((config.parent, configure(read_config_file(config))))
         except ConfigError as error:
@@ -68,7 +68,9 @@ def with_nested_configs(
     enabled: set[str] = set()
     for each in (settings, *(s for _, s in nested)):
         enabled |= each.enabled_codes()
-    nested.sort(key=lambda item: len(item[0].parts), reverse=True)  # deepest first
+    # Deepest first, so that `Settings.for_file` finds the nearest; by name within a depth, so
+    # that the result cache's key is the same from run to run.
+    nested.sort(key=lambda item: (-len(item[0].parts), str(item[0])))
     return replace(
         settings,
         select=tuple(sorted(enabled)),
