@@ -17,6 +17,7 @@ from trace_lint.runtime_guard.report import (
     TraceSafetyWarning,
     Violation,
 )
+from trace_lint.runtime_guard.warm import forget_warm_ups
 
 __all__ = [
     "CaptureRecord",
@@ -26,6 +27,7 @@ __all__ = [
     "TraceSafetyError",
     "TraceSafetyWarning",
     "Violation",
+    "forget_warm_ups",
     "guard",
     "install",
     "is_installed",

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from trace_lint.runtime_guard import api
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
+from trace_lint.runtime_guard import warm
 from trace_lint.runtime_guard.report import (
     UNKNOWN_FRAME,
     CaptureRecord,
@@ -29,6 +30,10 @@ from trace_lint.runtime_guard.report import (
     Violation,
     format_report,
 )
+from trace_lint.runtime_guard.signatures import bound_items, op_parameters
+
+# pytest leaves the guard's frames out of a failure's traceback: the user's line is the last shown.
+__tracebackhide__ = True
 
 _TRACKER_BUFFER = re.compile(r"Buffer (\d+)(?: \[op: ([^\]]*)\])?")
 # Op outputs remembered for the allocation tracker's report; bounded so long runs stay flat.
@@ -49,10 +54,13 @@ class InputRecord:
 
 
 class _Capture:
-    __slots__ = ("record", "device", "trace_id", "cq_id", "inputs", "produced", "guards")
+    __slots__ = ("record", "device", "trace_id", "cq_id", "inputs", "produced", "guards", "thread")
 
     def __init__(self, record: CaptureRecord, device: Any, trace_id: Any, cq_id: Any) -> None:
         self.record = record
+        # The thread that began the capture owns it: work naming no device is filed on a
+        # capture only on that thread (device work is the device's, whichever thread runs it).
+        self.thread = threading.get_ident()
         self.device = device
         self.trace_id = trace_id
         self.cq_id = cq_id
@@ -85,13 +93,13 @@ class Runtime:
         self.local = threading.local()
         self.patcher = Patcher()
         self.guards = GuardSet()
-        self.seen: dict[int, set] = {}
         self.open: dict[int, list[_Capture]] = {}
         self.traces: dict[tuple[int, int], _Capture] = {}
         self.watch: dict[int, list[InputRecord]] = {}
         self.allocations: dict[int, tuple[str, Frame]] = {}
         self.original: dict[str, Callable] = {}
         self._hashable_types: dict[type, bool] = {}
+        self.parameters = op_parameters
         tracker = getattr(ttnn, "_trace_allocation_tracker", None)
         self.tracker_on = bool(getattr(tracker, "TRACE_ALLOC_TRACKING", False))
         self.torch_mode: Any = None
@@ -227,13 +235,12 @@ class Runtime:
                 pass
         return f"{kind.__name__}:{value!r}"
 
-    def signature(self, name: str, args: tuple, kwargs: dict) -> tuple:
+    def signature(self, op: Any, name: str, args: tuple, kwargs: dict) -> tuple:
+        """The op's program signature: its name and each argument's key under the parameter's
+        name (signatures.py), however the argument was passed."""
         value_key = self._value_key
-        parts = [name]
-        parts += [value_key(value) for value in args]
-        if kwargs:
-            parts += [(key, value_key(kwargs[key])) for key in sorted(kwargs) if key not in api.QUEUE_KWARGS]
-        return tuple(parts)
+        items = bound_items(self.parameters(op), args, kwargs, api.QUEUE_KWARGS)
+        return (name,) + tuple((key, value_key(value)) for key, value in items)
 
     def describe(self, value: Any) -> str:
         if isinstance(value, self.Tensor):
@@ -268,14 +275,19 @@ class Runtime:
         if device is not None:
             stack = open_.get(id(device))
             return stack[-1] if stack else None
-        return self._latest_open()
+        return self._own_open()
 
-    def _latest_open(self) -> Optional[_Capture]:
+    def _own_open(self) -> Optional[_Capture]:
+        """The newest capture still recording that the calling thread began."""
+        thread = threading.get_ident()
         with self.lock:
             latest = None
             for stack in self.open.values():
-                if stack and (latest is None or stack[-1].record.begin_order > latest.record.begin_order):
-                    latest = stack[-1]
+                for capture in stack:
+                    if capture.thread == thread and (
+                        latest is None or capture.record.begin_order > latest.record.begin_order
+                    ):
+                        latest = capture
             return latest
 
     def _uid(self, tensor: Any) -> Optional[int]:
@@ -389,18 +401,14 @@ class Runtime:
         return self._op_captured(original, op, name, device, tensors, args, kwargs, capture)
 
     def _op_outside(self, original, op, name, device, tensors, args, kwargs):
-        signature = self.signature(name, args, kwargs) if device is not None else None
+        signature = self.signature(op, name, args, kwargs) if device is not None else None
         if name in api.FREE_OPS and self.watch:
             for tensor, on in tensors:
                 if on:
                     self._note_free(tensor)
         result = original(op, *args, **kwargs)
         if signature is not None:
-            seen = self.seen.get(id(device))
-            if seen is None:
-                with self.lock:
-                    seen = self.seen.setdefault(id(device), set())
-            seen.add(signature)
+            warm.signatures_for(device).add(signature)
         if self.watch or (self.tracker_on and self.traces):
             self._note_outputs(name, result)
         return result
@@ -427,11 +435,11 @@ class Runtime:
                 uid = self._uid(tensor) if on else None
                 if uid is not None and uid in capture.inputs:
                     kind, detail = api.FREED_INPUT, f"trace input first used by {capture.inputs[uid].op}"
+                elif uid is not None and self.watch:
+                    self._note_free(tensor)  # an input of an earlier trace
         if kind is None and name not in api.NO_PROGRAM_OPS and device is not None:
-            signature = self.signature(name, args, kwargs)
-            with self.lock:
-                warmed = signature in self.seen.get(id(device), ())
-            if not warmed:
+            signature = self.signature(op, name, args, kwargs)
+            if not warm.is_warm(device, signature):
                 kind = api.CACHE_MISS
                 detail = "no call with these input specs ran on this device before the capture"
         violation = Violation(kind, name, summary, frame, detail, also) if kind else None
@@ -454,6 +462,10 @@ class Runtime:
             uid = self._uid(tensor)
             if uid is not None and uid not in capture.inputs:
                 capture.produced.add(uid)
+        if self.watch or (self.tracker_on and self.traces):
+            # An output made inside this capture may take the address of an earlier trace's
+            # freed input: that trace's replay would then read this buffer.
+            self._note_outputs(name, result)
         return result
 
     def _note_free(self, tensor: Any) -> None:
@@ -593,6 +605,8 @@ class Runtime:
         cq_id = self._arg(args, kwargs, 1, "cq_id")
         frame = self.frames.user_frame()
         outer = self._capture_for(device) if device is not None else None
+        if device is not None and outer is None:
+            warm.check_program_cache(device)
         if outer is not None:
             violation = Violation(
                 api.NESTED_BEGIN, f"ttnn.{name}", self.summarize(args, kwargs), frame,
@@ -721,12 +735,15 @@ class Runtime:
         if capture is None or capture.record.status == "recording":
             return original(*args, **kwargs)
         record = capture.record
-        if record.violations or record.status != "ended":
+        # A TRC408 refusal is about the moment of the replay, not the trace: ttnn's tracker
+        # decides it again at each execute_trace, so a freed buffer lifts it.
+        blocking = [v for v in record.violations if v.kind != api.ALIVE_ACROSS_REPLAY]
+        if blocking or record.status != "ended":
             record.refused_executions += 1
-            why = "the trace broke the contract" if record.violations else f"its capture {record.status}"
+            why = "the trace broke the contract" if blocking else f"its capture {record.status}"
             raise TraceSafetyError(
-                format_report(record, record.violations, f"execute_trace refused: {why}"),
-                record.violations,
+                format_report(record, blocking, f"execute_trace refused: {why}"),
+                blocking,
                 record,
             )
         stale = self._stale_inputs(capture)
@@ -757,6 +774,11 @@ class Runtime:
                 record,
             ) from error
         record.executions += 1
+        pending = [v for v in record.violations if v.kind == api.ALIVE_ACROSS_REPLAY and not v.lifted]
+        if pending:
+            frame = self.frames.user_frame()
+            for violation in pending:
+                violation.lifted = f"replay at {frame} allowed by ttnn's allocation tracker: the buffer was freed"
         return result
 
     def _live_addresses(self, device: Any) -> Optional[set]:
@@ -835,7 +857,7 @@ class Runtime:
         kind = classify_torch_call(name, args, kwargs)
         if kind is None:
             return
-        capture = self._latest_open()
+        capture = self._own_open()
         if capture is None:
             return
         frame = self.frames.user_frame()
