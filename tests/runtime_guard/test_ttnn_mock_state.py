@@ -62,12 +62,13 @@ def test_warm_record_outlives_the_last_guard_until_forget_warm_ups(tmp_path_fact
 
 def test_tensor_constructor_with_a_device_inside_a_capture_is_a_transfer(tmp_path_factory):
     r = scenario("tensor_constructor", tmp_path_factory)
-    assert_stopped(r["with_device"], "TRC301", r["lines"]["device"])
-    assert r["with_device"]["codes"] == ["TRC101", "TRC301"]
-    # Without a device: host work the replay will not repeat, reported at the end.
-    assert r["host_end"]["raised"] == "TraceSafetyError"
-    assert r["host_end"]["codes"] == ["TRC301"]
-    assert r["host_end"]["frames"][0][1] == r["lines"]["host"]
+    # Seen once ttnn made the buffer (nanobind ignores a patched __init__): reported at the end.
+    assert r["with_device"]["raised"] is None
+    assert_stopped(r["end"], "TRC301", r["lines"]["device"])  # codes[-1] of TRC101/TRC301
+    assert r["end"]["codes"] == ["TRC101", "TRC301"]
+    assert r["device_codes"] == ["TRC101", "TRC301"]
+    # Without a device it makes a host tensor and touches no device: not reported.
+    assert r["host_end"]["raised"] is None, r["host_end"]
     assert r["outside"] == ["released", 0]
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from trace_lint.runtime_guard import api
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
-from trace_lint.runtime_guard import warm
+from trace_lint.runtime_guard import monitor, warm
 from trace_lint.runtime_guard.report import (
     UNKNOWN_FRAME,
     CaptureRecord,
@@ -103,6 +103,7 @@ class Runtime:
         tracker = getattr(ttnn, "_trace_allocation_tracker", None)
         self.tracker_on = bool(getattr(tracker, "TRACE_ALLOC_TRACKING", False))
         self.torch_mode: Any = None
+        self.monitor: Optional[monitor.CallMonitor] = monitor.CallMonitor(self) if monitor.AVAILABLE else None
 
     # ----------------------------------------------------------------- install
     def install(self) -> None:
@@ -114,19 +115,32 @@ class Runtime:
                 current = getattr(ttnn, name)
                 wrapper = self._make_function_wrapper(name, role, current)
                 self.original[name] = self.patcher.patch(ttnn, name, wrapper)
+                if role == "sync":
+                    self._watch_unpatched(current, lambda first, name=name: self._check_sync(name, (first,), {}))
             fast = ttnn
             for part in api.FAST_OPERATION:
                 fast = getattr(fast, part)
             self.patcher.patch(fast, "__call__", self._make_op_wrapper(fast.__call__))
             for name in api.TENSOR_READ_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_read_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    self.patcher.patch(self.Tensor, name, self._make_read_wrapper(name, current))
+                    self._watch_unpatched(current, lambda tensor, name=name: self._check_read(name, tensor, (), {}))
             for name in api.TENSOR_TRANSFER_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_to_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    self.patcher.patch(self.Tensor, name, self._make_to_wrapper(name, current))
+                    if self.monitor is not None:
+                        self.monitor.write(current, f"Tensor.{name}")
             for name in api.TENSOR_FREE_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_free_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    self.patcher.patch(self.Tensor, name, self._make_free_wrapper(name, current))
+                    self._watch_unpatched(current, lambda tensor, name=name: self._check_free(name, tensor, (), {}))
+            if self.monitor is not None:
+                for name in api.TENSOR_CONSTRUCTORS:
+                    if hasattr(ttnn, name):
+                        self.monitor.write(getattr(ttnn, name), f"ttnn.{name}")
         except BaseException as error:
             try:
                 self.patcher.restore()
@@ -135,7 +149,19 @@ class Runtime:
                     error.add_note(str(restore_error))
             raise
 
+    def _watch_unpatched(self, original: Any, check: Callable[[Any], None]) -> None:
+        """Judge calls of `original` itself (a reference taken before the patch) while capturing."""
+        if self.monitor is None:
+            return
+        self.monitor.check(original, check)
+        try:
+            self.monitor.bound_types.add(type(original.__get__(object())))
+        except Exception:
+            pass  # not a descriptor: a plain function, called as itself
+
     def uninstall(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
         try:
             self.patcher.restore()
         finally:
@@ -363,6 +389,8 @@ class Runtime:
                 stack.remove(capture)
                 if not stack:
                     del self.open[id(capture.device)]
+            if not self.open and self.monitor is not None:
+                self.monitor.stop()
             if status in ("aborted", "released"):
                 self._unwatch(capture)
 
@@ -503,10 +531,7 @@ class Runtime:
         def read(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if runtime.open and runtime._depth_enter():
                 try:
-                    if runtime._on_device(tensor):
-                        capture = runtime._capture_for(tensor.device())
-                        if capture is not None:
-                            runtime._tensor_violation(capture, api.DEVICE_READ, f"Tensor.{method}", tensor, args, kwargs)
+                    runtime._check_read(method, tensor, args, kwargs)
                 finally:
                     runtime._depth_exit()
             return original(tensor, *args, **kwargs)
@@ -544,16 +569,7 @@ class Runtime:
         def free(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if (runtime.open or runtime.watch) and runtime._depth_enter():
                 try:
-                    if runtime._on_device(tensor):
-                        capture = runtime._capture_for(tensor.device())
-                        uid = runtime._uid(tensor)
-                        if capture is not None and uid in capture.inputs:
-                            runtime._tensor_violation(
-                                capture, api.FREED_INPUT, f"Tensor.{method}", tensor, args, kwargs,
-                                f"trace input first used by {capture.inputs[uid].op}",
-                            )
-                        elif runtime.watch:
-                            runtime._note_free(tensor)
+                    runtime._check_free(method, tensor, args, kwargs)
                 finally:
                     runtime._depth_exit()
             return original(tensor, *args, **kwargs)
@@ -561,6 +577,56 @@ class Runtime:
         free.__name__ = method
         free.__wrapped__ = original  # type: ignore[attr-defined]
         return free
+
+    def _check_read(self, method: str, tensor: Any, args: tuple, kwargs: dict) -> None:
+        if self._on_device(tensor):
+            capture = self._capture_for(tensor.device())
+            if capture is not None:
+                self._tensor_violation(capture, api.DEVICE_READ, f"Tensor.{method}", tensor, args, kwargs)
+
+    def _check_free(self, method: str, tensor: Any, args: tuple, kwargs: dict) -> None:
+        if self._on_device(tensor):
+            capture = self._capture_for(tensor.device())
+            uid = self._uid(tensor)
+            if capture is not None and uid in capture.inputs:
+                self._tensor_violation(
+                    capture, api.FREED_INPUT, f"Tensor.{method}", tensor, args, kwargs,
+                    f"trace input first used by {capture.inputs[uid].op}",
+                )
+            elif self.watch:
+                self._note_free(tensor)
+
+    # ----------------------------------------------------------------- calls seen by the monitor
+    def _live_count(self, device: Any) -> Optional[int]:
+        buffers = self._buffers(device)
+        return None if buffers is None else len(buffers)
+
+    def buffer_counts(self) -> dict[int, tuple[Any, Optional[int]]]:
+        """Live device buffers per device with a capture recording (ttnn's buffer report)."""
+        with self.lock:
+            devices = [stack[-1].device for stack in self.open.values() if stack]
+        return {id(device): (device, self._live_count(device)) for device in devices}
+
+    def on_unpatched_write(self, op: str, first: Any, before: dict) -> None:
+        """A constructor or an early-bound Tensor.to returned: a new buffer on a capturing device
+        is a host-to-device write. Without one it made a host tensor, which touches no device
+        (its later transfer is what gets reported)."""
+        for key, (device, count) in self.buffer_counts().items():
+            old = before.get(key, (device, None))[1]
+            if count is None or old is None or count <= old:
+                continue
+            capture = self._capture_for(device)
+            if capture is not None:
+                self._unpatched_violation(capture, api.HOST_TRANSFER, op, first, (api.KINDS[api.TENSOR_CREATION].code,),
+                                          "wrote host data into a new device buffer")
+
+    def _unpatched_violation(self, capture, kind, op, first, also, detail) -> None:
+        frame = self.frames.user_frame()
+        summary = self.describe(first) + ", ..." if first is not None else "..."
+        violation = Violation(kind, op, summary, frame, detail, also)
+        with self.lock:
+            capture.record.ops.append(OpRecord(op, summary, frame, violation))
+        self._violate(capture, violation, immediate=False)  # ttnn already ran it
 
     def _tensor_violation(self, capture, kind, op, tensor, args, kwargs, detail="") -> None:
         frame = self.frames.user_frame()
@@ -627,6 +693,8 @@ class Runtime:
             capture.guards = self.guards.for_new_capture()
             for guard in capture.guards:
                 guard._captures.append(record)
+        if self.monitor is not None:
+            self.monitor.start()
         if "torch" in sys.modules:
             self._ensure_torch_mode()
         if self.torch_mode is not None:
@@ -781,15 +849,20 @@ class Runtime:
                 violation.lifted = f"replay at {frame} allowed by ttnn's allocation tracker: the buffer was freed"
         return result
 
-    def _live_addresses(self, device: Any) -> Optional[set]:
+    def _buffers(self, device: Any) -> Optional[list]:
+        """The device's live buffers from ttnn's buffer report; None when it cannot say."""
         reports = getattr(getattr(self.ttnn, "_ttnn", None), "reports", None)
         get_buffers = getattr(reports, "get_buffers", None)
         if get_buffers is None:
             return None
         try:
-            return {buffer.address for buffer in get_buffers(device)}
+            return list(get_buffers(device))
         except Exception:
             return None
+
+    def _live_addresses(self, device: Any) -> Optional[set]:
+        buffers = self._buffers(device)
+        return None if buffers is None else {buffer.address for buffer in buffers}
 
     def _stale_inputs(self, capture: _Capture) -> list[Violation]:
         if not capture.inputs:
@@ -825,18 +898,21 @@ class Runtime:
 
     def _on_sync(self, name, original, args, kwargs):
         if self.open:
-            device = self._arg(args, kwargs, 0, "mesh_device", "device")
-            if not isinstance(device, self.MeshDevice):
-                device = None
-            capture = self._capture_for(device)
-            if capture is not None:
-                frame = self.frames.user_frame()
-                summary = self.summarize(args, kwargs)
-                violation = Violation(api.SYNC, f"ttnn.{name}", summary, frame)
-                with self.lock:
-                    capture.record.ops.append(OpRecord(f"ttnn.{name}", summary, frame, violation))
-                self._violate(capture, violation)
+            self._check_sync(name, args, kwargs)
         return original(*args, **kwargs)
+
+    def _check_sync(self, name: str, args: tuple, kwargs: dict) -> None:
+        device = self._arg(args, kwargs, 0, "mesh_device", "device")
+        if not isinstance(device, self.MeshDevice):
+            device = None
+        capture = self._capture_for(device)
+        if capture is not None:
+            frame = self.frames.user_frame()
+            summary = self.summarize(args, kwargs)
+            violation = Violation(api.SYNC, f"ttnn.{name}", summary, frame)
+            with self.lock:
+                capture.record.ops.append(OpRecord(f"ttnn.{name}", summary, frame, violation))
+            self._violate(capture, violation)
 
     # ----------------------------------------------------------------- torch
     def _ensure_torch_mode(self) -> None:

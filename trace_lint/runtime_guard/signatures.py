@@ -112,8 +112,18 @@ def _from_nanobind(function: Any) -> Optional[Parameters]:
     return Parameters(tuple(positional), defaults)
 
 
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """A value safe to compare with ==: never a tensor, whose == would be a device op."""
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(item, _SCALARS) for item in value)
+    return isinstance(value, _SCALARS)
+
+
 def _same_default(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and (a is b or (isinstance(a, (bool, int, float, str)) and a == b))
+    return type(a) is type(b) and (a is b or (_plain(a) and _plain(b) and a == b))
 
 
 def _from_python(function: Any) -> Optional[Parameters]:
@@ -166,13 +176,16 @@ op_parameters = OpParameters()
 
 
 def bound_items(parameters: Optional[Parameters], args: tuple, kwargs: dict, skip: frozenset) -> list[tuple[str, Any]]:
-    """(name, value) for every argument passed, positional ones under their parameter's name
-    where known ("#index" where not), explicit defaults and `skip` keywords left out, sorted."""
-    items: list[tuple[str, Any]] = []
+    """(name, value) for every argument passed, in one order however it was passed: positional
+    parameters in their order, then keywords by name. Positional arguments go under their
+    parameter's name where known ("#index" where not); explicit defaults and `skip` are left out."""
     names = parameters.positional if parameters is not None else ()
+    if not kwargs and len(args) <= len(names) and None not in names[:len(args)]:
+        return list(zip(names, args))  # the common call: already in parameter order
+    given: dict[str, Any] = {}
     for index, value in enumerate(args):
         name = names[index] if index < len(names) else None
-        items.append((name or f"#{index}", value))
+        given[name or f"#{index}"] = value
     if kwargs:
         defaults = parameters.defaults if parameters is not None else {}
         for key, value in kwargs.items():
@@ -181,6 +194,7 @@ def bound_items(parameters: Optional[Parameters], args: tuple, kwargs: dict, ski
             default = defaults.get(key, _NO_DEFAULT)
             if default is not _NO_DEFAULT and (value is default or _same_default(value, default)):
                 continue
-            items.append((key, value))
-    items.sort(key=lambda item: item[0])
+            given[key] = value
+    items = [(name, given.pop(name)) for name in names if name is not None and name in given]
+    items += sorted(given.items(), key=lambda item: item[0])
     return items
