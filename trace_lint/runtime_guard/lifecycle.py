@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 import importlib.abc
-import inspect
 import importlib.util
+import inspect
 import os
 import sys
 import threading

@@ -93,24 +93,17 @@ class CallMonitor:
                 return entry, callable_.__self__
         return None, None
 
-    def _judged(self, code: Any) -> Optional[bool]:
-        """None: library code (disable this call site); False: not now; True: judge the call."""
+    def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> Any:
         runtime = self.runtime
         if runtime.frames._skipped(code.co_filename):
-            return None
-        return not getattr(runtime.local, "depth", 0) and bool(runtime.open)
-
-    def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> Any:
+            # ttnn, torch, the guard: never judged, so stop hearing from this call site at all.
+            return sys.monitoring.DISABLE
         check, bound_self = self._target(callable_, self.checks)
         write, write_self = (None, None) if check is not None else self._target(callable_, self.writes)
         if check is None and write is None:
             return None
-        judged = self._judged(code)
-        if judged is None:
-            return sys.monitoring.DISABLE
-        if not judged:
+        if getattr(runtime.local, "depth", 0) or not runtime.open:
             return None
-        runtime = self.runtime
         first = bound_self if bound_self is not None else (None if arg0 is sys.monitoring.MISSING else arg0)
         if check is not None:
             runtime.local.depth = 1

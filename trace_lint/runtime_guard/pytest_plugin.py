@@ -148,16 +148,17 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: Optional[pytest.Item]):
     try:
         result = yield
     except BaseException as error:
-        started = item.stash.get(_TEST_GUARD_KEY, None)
-        if started is not None:
-            del item.stash[_TEST_GUARD_KEY]
-            started.uninstall(error)
+        _stop_test_guard(item, error)
         raise
+    _stop_test_guard(item, None)
+    return result
+
+
+def _stop_test_guard(item: pytest.Item, error: Optional[BaseException]) -> None:
     started = item.stash.get(_TEST_GUARD_KEY, None)
     if started is not None:
         del item.stash[_TEST_GUARD_KEY]
-        started.uninstall()
-    return result
+        started.uninstall(error)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -217,7 +218,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 seen.add(id(capture))
                 captures.append(capture)
     terminalreporter.section("trace-lint runtime guard")
-    bad = [c for c in captures if c.violations]
+    bad = [c for c in captures if c.standing_violations]  # a lifted refusal is not a violation now
     executed = sum(c.executions for c in captures)
     terminalreporter.write_line(
         f"{len(captures)} capture{'s' if len(captures) != 1 else ''} guarded, "
