@@ -265,8 +265,13 @@ class Runtime:
         """The op's program signature: its name and each argument's key under the parameter's
         name (signatures.py), however the argument was passed."""
         value_key = self._value_key
-        items = bound_items(self.parameters(op), args, kwargs, api.QUEUE_KWARGS)
-        return (name,) + tuple((key, value_key(value)) for key, value in items)
+        entry = self.parameters.by_op.get(id(op))
+        parameters = entry[1] if entry is not None and entry[0] is op else self.parameters(op)
+        if not kwargs and parameters is not None and len(args) <= parameters.named_prefix:
+            names = parameters.positional  # the common call, inlined: it is on every op's path
+            return (name, *[(names[index], value_key(value)) for index, value in enumerate(args)])
+        items = bound_items(parameters, args, kwargs, api.QUEUE_KWARGS)
+        return (name, *[(key, value_key(value)) for key, value in items])
 
     def describe(self, value: Any) -> str:
         if isinstance(value, self.Tensor):

@@ -28,11 +28,14 @@ _NO_DEFAULT = object()
 class Parameters:
     """Positional parameter names (None where overloads disagree) and known defaults."""
 
-    __slots__ = ("positional", "defaults")
+    __slots__ = ("positional", "defaults", "named_prefix")
 
     def __init__(self, positional: tuple[Optional[str], ...], defaults: dict[str, Any]) -> None:
         self.positional = positional
         self.defaults = defaults
+        # How many leading positions have a name: a call passing no more than these positionally
+        # and no keywords is already in parameter order (the common, fast case).
+        self.named_prefix = next((i for i, name in enumerate(positional) if name is None), len(positional))
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -161,14 +164,14 @@ class OpParameters:
     like the warm record (thread-safe enough: a race reads the same names twice)."""
 
     def __init__(self) -> None:
-        self._by_op: dict[int, tuple[Any, Optional[Parameters]]] = {}
+        self.by_op: dict[int, tuple[Any, Optional[Parameters]]] = {}
 
     def __call__(self, op: Any) -> Optional[Parameters]:
-        entry = self._by_op.get(id(op))
+        entry = self.by_op.get(id(op))
         if entry is not None and entry[0] is op:
             return entry[1]
         found = parameters_of(getattr(op, "function", None))
-        self._by_op[id(op)] = (op, found)  # holding op keeps its id from being reused
+        self.by_op[id(op)] = (op, found)  # holding op keeps its id from being reused
         return found
 
 
@@ -180,7 +183,7 @@ def bound_items(parameters: Optional[Parameters], args: tuple, kwargs: dict, ski
     parameters in their order, then keywords by name. Positional arguments go under their
     parameter's name where known ("#index" where not); explicit defaults and `skip` are left out."""
     names = parameters.positional if parameters is not None else ()
-    if not kwargs and len(args) <= len(names) and None not in names[:len(args)]:
+    if not kwargs and parameters is not None and len(args) <= parameters.named_prefix:
         return list(zip(names, args))  # the common call: already in parameter order
     given: dict[str, Any] = {}
     for index, value in enumerate(args):
