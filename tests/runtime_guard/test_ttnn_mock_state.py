@@ -76,14 +76,29 @@ def test_method_references_taken_before_the_guard_are_caught(tmp_path_factory):
     r = scenario("references_taken_before_the_guard", tmp_path_factory)
     assert_stopped(r["unbound_read"], "TRC102", r["lines"]["read"])
     assert "Reads are not supported" not in r["unbound_read"]["message"]  # stopped before ttnn
-    assert_stopped(r["bound_read"], "TRC102")
     assert_stopped(r["sync"], "TRC103")
-    for name in ("unbound_read", "bound_read", "sync"):
+    assert_stopped(r["local_read"], "TRC102", r["lines"]["local_read"])
+    assert_stopped(r["bound_read"], "TRC102")
+    assert_stopped(r["local_sync"], "TRC103")
+    for name in ("unbound_read", "sync", "local_read", "bound_read", "local_sync"):
         assert r[name]["active_after"] is False, name  # the guard ended the capture
+    assert r["restored"] is True  # module-level references put back on exit
     assert r["free_end"]["raised"] == "TraceSafetyError"
     assert r["free_end"]["codes"] == ["TRC302"]
     assert r["free_end"]["frames"][0][1] == r["lines"]["free"]
     assert r["outside_read"]["raised"] is None
+
+
+def test_trace_functions_imported_by_name_before_the_guard_are_guarded(tmp_path_factory):
+    r = scenario("functions_imported_before_the_guard", tmp_path_factory)
+    assert_stopped(r["read"], "TRC102", r["line"])  # the guard saw the capture begin
+    assert r["active_after"] is False
+    assert r["end"]["raised"] is None  # already ended by the guard: a no-op
+    assert_stopped(r["execute"], "TRC102")
+    assert "execute_trace refused" in r["execute"]["message"]
+    assert r["release"]["raised"] is None
+    assert r["status"] == ["aborted"]
+    assert r["restored"] == [True, True]
 
 
 def test_a_trc408_refusal_is_lifted_once_the_buffer_is_freed(tmp_path_factory):

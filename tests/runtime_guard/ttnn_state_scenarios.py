@@ -17,7 +17,12 @@ import warnings
 import numpy as np
 import ttnn
 
-# References taken before any guard exists (item: method references bound early).
+from ttnn import begin_trace_capture as begin_early  # noqa: E402 - bound before any guard exists
+from ttnn import end_trace_capture as end_early  # noqa: E402
+from ttnn import execute_trace as execute_early  # noqa: E402
+from ttnn import release_trace as release_early  # noqa: E402
+
+# Module-level references taken before any guard exists.
 read_bound_early = ttnn.Tensor.cpu
 free_bound_early = ttnn.Tensor.deallocate
 sync_bound_early = ttnn.synchronize_device
@@ -188,12 +193,15 @@ def scenario_tensor_constructor(device):
 
 def scenario_references_taken_before_the_guard(device):
     x = on_device(device)
-    bound_read = x.cpu  # a bound method, taken before the guard
+    # Local references (the call monitor's; module-level ones are re-pointed at install).
+    local_read, local_sync, bound_read = ttnn.Tensor.cpu, ttnn.synchronize_device, x.cpu
     found = {}
     cases = {
         "unbound_read": lambda: read_bound_early(x),  # MARK-ref-read
-        "bound_read": lambda: bound_read(),
         "sync": lambda: sync_bound_early(device),
+        "local_read": lambda: local_read(x),  # MARK-local-read
+        "bound_read": lambda: bound_read(),
+        "local_sync": lambda: local_sync(device),
     }
     for name, call in cases.items():
         with guard("raise"):
@@ -216,7 +224,23 @@ def scenario_references_taken_before_the_guard(device):
     with guard("raise"):
         found["outside_read"] = outcome(lambda: read_bound_early(y))
     RESULT.update(found)
-    RESULT["lines"] = {"read": line_of("MARK-ref-read"), "free": line_of("MARK-ref-free")}
+    RESULT["lines"] = {"read": line_of("MARK-ref-read"), "free": line_of("MARK-ref-free"),
+                       "local_read": line_of("MARK-local-read")}
+    RESULT["restored"] = read_bound_early is ttnn.Tensor.cpu and sync_bound_early is ttnn.synchronize_device
+
+
+def scenario_functions_imported_before_the_guard(device):
+    x = on_device(device)
+    with guard("raise") as g:
+        tid = begin_early(device, cq_id=0)
+        RESULT["read"] = outcome(lambda: x.cpu())  # MARK-early-read
+        RESULT["active_after"] = ttnn.is_trace_capture_active(device)
+        RESULT["end"] = outcome(lambda: end_early(device, tid, cq_id=0))
+        RESULT["execute"] = outcome(lambda: execute_early(device, tid, cq_id=0))
+        RESULT["release"] = outcome(lambda: release_early(device, tid))
+    RESULT["status"] = [c.status for c in g.captures]
+    RESULT["line"] = line_of("MARK-early-read")
+    RESULT["restored"] = [begin_early is ttnn.begin_trace_capture, execute_early is ttnn.execute_trace]
 
 
 def scenario_tracker_refusal_lifted(device):

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from trace_lint.runtime_guard import api
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
-from trace_lint.runtime_guard import monitor, warm
+from trace_lint.runtime_guard import aliases, monitor, warm
 from trace_lint.runtime_guard.report import (
     UNKNOWN_FRAME,
     CaptureRecord,
@@ -104,10 +104,12 @@ class Runtime:
         self.tracker_on = bool(getattr(tracker, "TRACE_ALLOC_TRACKING", False))
         self.torch_mode: Any = None
         self.monitor: Optional[monitor.CallMonitor] = monitor.CallMonitor(self) if monitor.AVAILABLE else None
+        self.early_references: list[str] = []
 
     # ----------------------------------------------------------------- install
     def install(self) -> None:
         ttnn = self.ttnn
+        early: dict[int, tuple[Any, Any]] = {}  # id(original) -> (original, its wrapper)
         try:
             for name, role in api.TTNN_FUNCTIONS.items():
                 if not hasattr(ttnn, name):
@@ -115,6 +117,7 @@ class Runtime:
                 current = getattr(ttnn, name)
                 wrapper = self._make_function_wrapper(name, role, current)
                 self.original[name] = self.patcher.patch(ttnn, name, wrapper)
+                early[id(current)] = (current, wrapper)
                 if role == "sync":
                     self._watch_unpatched(current, lambda first, name=name: self._check_sync(name, (first,), {}))
             fast = ttnn
@@ -124,23 +127,28 @@ class Runtime:
             for name in api.TENSOR_READ_METHODS:
                 if hasattr(self.Tensor, name):
                     current = getattr(self.Tensor, name)
-                    self.patcher.patch(self.Tensor, name, self._make_read_wrapper(name, current))
+                    early[id(current)] = (current, self._make_read_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
                     self._watch_unpatched(current, lambda tensor, name=name: self._check_read(name, tensor, (), {}))
             for name in api.TENSOR_TRANSFER_METHODS:
                 if hasattr(self.Tensor, name):
                     current = getattr(self.Tensor, name)
-                    self.patcher.patch(self.Tensor, name, self._make_to_wrapper(name, current))
+                    early[id(current)] = (current, self._make_to_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
                     if self.monitor is not None:
                         self.monitor.write(current, f"Tensor.{name}")
             for name in api.TENSOR_FREE_METHODS:
                 if hasattr(self.Tensor, name):
                     current = getattr(self.Tensor, name)
-                    self.patcher.patch(self.Tensor, name, self._make_free_wrapper(name, current))
+                    early[id(current)] = (current, self._make_free_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
                     self._watch_unpatched(current, lambda tensor, name=name: self._check_free(name, tensor, (), {}))
             if self.monitor is not None:
                 for name in api.TENSOR_CONSTRUCTORS:
                     if hasattr(ttnn, name):
                         self.monitor.write(getattr(ttnn, name), f"ttnn.{name}")
+            # `from ttnn import execute_trace` in the program's modules, bound before this patch.
+            self.early_references = aliases.patch_early_references(self.patcher, early, self.frames._skipped)
         except BaseException as error:
             try:
                 self.patcher.restore()
