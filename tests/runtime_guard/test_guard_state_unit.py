@@ -82,7 +82,7 @@ def test_the_warm_record_outlives_the_guard_until_forgotten(tt):
     assert g.violations == []
     forget_warm_ups(dev)
     with guard(ttnn_module=tt, torch=False):
-        tid = tt.begin_trace_capture(dev, cq_id=0)
+        tt.begin_trace_capture(dev, cq_id=0)  # the stopped op ends it
         with pytest.raises(TraceSafetyError, match="TRC404"):
             tt.relu(x)
 
@@ -95,6 +95,6 @@ def test_an_empty_program_cache_forgets_the_devices_warm_ups(tt):
     with guard(ttnn_module=tt, torch=False):
         tt.relu(x)
         entries[0] = 0  # clear_program_cache(), or the device closed and reopened
-        tid = tt.begin_trace_capture(dev, cq_id=0)
+        tt.begin_trace_capture(dev, cq_id=0)  # the stopped op ends it
         with pytest.raises(TraceSafetyError, match="TRC404"):
             tt.relu(x)

@@ -212,7 +212,7 @@ def scenario_references_taken_before_the_guard(device):
                 ttnn.end_trace_capture(device, tid, cq_id=0)
     # Freeing a trace input inside its capture through an early reference.
     calls = []
-    with guard("raise") as g:
+    with guard("raise"):
         ttnn.relu(x)
         use_recorder(ttnn.relu, calls)
         tid = ttnn.begin_trace_capture(device, cq_id=0)
@@ -262,7 +262,6 @@ def scenario_tracker_refusal_lifted(device):
 
 
 def scenario_decorator(device):
-    calls = []
     x = on_device(device)
 
     @guard("raise")
@@ -276,7 +275,6 @@ def scenario_decorator(device):
     RESULT["decorated"] = outcome(capture_with_a_read)
     RESULT["patched_after"] = ttnn.Tensor.cpu is read_bound_early
     RESULT["again"] = outcome(capture_with_a_read)  # each call enters the guard afresh
-    del calls
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
