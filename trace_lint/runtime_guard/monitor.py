@@ -37,6 +37,7 @@ class CallMonitor:
         self.tool: Optional[int] = None
         self.running = False
         self.local = threading.local()
+        self._switch = threading.Lock()  # captures begin and end on several threads
 
     # ---------------------------------------------------------------- setup
     def check(self, original: Any, check: Callable[[Any], None]) -> None:
@@ -48,6 +49,11 @@ class CallMonitor:
     def start(self) -> None:
         if not AVAILABLE or self.running:
             return
+        with self._switch:
+            if not self.running:
+                self._start()
+
+    def _start(self) -> None:
         monitoring = sys.monitoring
         if self.tool is None:
             for tool in _TOOL_IDS:
@@ -66,12 +72,17 @@ class CallMonitor:
         self.running = True
 
     def stop(self) -> None:
-        if self.running and self.tool is not None:
-            sys.monitoring.set_events(self.tool, 0)
-        self.running = False
+        with self._switch:
+            if self.running and self.tool is not None:
+                sys.monitoring.set_events(self.tool, 0)
+            self.running = False
 
     def close(self) -> None:
         self.stop()
+        with self._switch:
+            self._free()
+
+    def _free(self) -> None:
         if self.tool is not None:
             monitoring = sys.monitoring
             events = monitoring.events
