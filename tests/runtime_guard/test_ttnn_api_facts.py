@@ -50,6 +50,13 @@ def test_entry_matches_what_ttnn_does_on_the_mock(entry, seen):
     assert seen[entry]["effect"] == api.GUARD_EFFECTS[entry], seen[entry]
 
 
+@needs_mock
+@pytest.mark.parametrize("method", api.PROGRAM_CACHE_CLEARS)
+def test_each_program_cache_clear_empties_the_cache_on_the_mock(method, seen):
+    entry = seen["MeshDevice." + method]
+    assert entry["entries_before"] > 0 and entry["entries_after"] == 0, entry
+
+
 def test_the_guard_acts_on_every_entry_that_touches_the_device():
     reads = set(api.TENSOR_READ_METHODS)
     for entry, effect in api.GUARD_EFFECTS.items():

@@ -63,6 +63,12 @@ def test_warm_record_outlives_the_last_guard_until_forget_warm_ups(tmp_path_fact
     assert r["recorder_calls"] == 1
 
 
+def test_clearing_the_program_cache_forgets_the_warm_ups(tmp_path_factory):
+    r = scenario("program_cache_cleared", tmp_path_factory)
+    assert r["entries"] > 0  # the begin's own check would not have caught it
+    assert_stopped(r["relu"], "TRC404", r["line"])
+
+
 def test_tensor_constructor_with_a_device_inside_a_capture_is_a_transfer(tmp_path_factory):
     r = scenario("tensor_constructor", tmp_path_factory)
     # Seen once ttnn made the buffer (nanobind ignores a patched __init__): reported at the end.

@@ -1,5 +1,6 @@
 """What ttnn 0.81.1 itself does with each entry of the guard's API table section
-(trace_lint/data/api.toml, [guard.effects]), on a mock device, inside a capture, unguarded.
+(trace_lint/data/api.toml, [guard.effects]), on a mock device, inside a capture, unguarded, and
+what each `program_cache_clears` method leaves in the program cache.
 
 Run as `python ttnn_api_facts.py`; prints one line `TRACE_LINT_RESULT {json}`: entry -> the
 effect seen (read, write-if-device, free, host-only, none) or what went wrong. Nothing here
@@ -15,6 +16,7 @@ import traceback
 import numpy as np
 import ttnn
 
+from trace_lint.runtime_guard import api
 from trace_lint.runtime_guard.api import GUARD_EFFECTS
 
 
@@ -105,6 +107,13 @@ def main() -> int:
             with_device = observe(device, call, make)
             without = observe(device, call_without, make) if call_without is not None else None
             result[entry] = {"effect": effect(with_device, without), "with_device": with_device, "without": without}
+        x = probes(device)["Tensor.cpu"][2]()
+        for entry in api.PROGRAM_CACHE_CLEARS:
+            ttnn.relu(x)  # one program in the cache
+            before = device.num_program_cache_entries()
+            getattr(device, entry)()
+            result["MeshDevice." + entry] = {"entries_before": before, "entries_after": device.num_program_cache_entries()}
+            device.enable_program_cache()
     except BaseException:
         result["crash"] = traceback.format_exc()
     finally:

@@ -100,6 +100,22 @@ def scenario_host_work_on_another_thread(device):
     RESULT["recorder_calls"] = len(calls)
 
 
+def scenario_program_cache_cleared(device):
+    calls = []
+    x = on_device(device)
+    with guard("raise"):
+        ttnn.relu(x)  # warm
+        device.clear_program_cache()
+        ttnn.add(x, x)  # the cache is not empty again at the begin
+        RESULT["entries"] = device.num_program_cache_entries()
+        use_recorder(ttnn.relu, calls)
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        RESULT["relu"] = outcome(lambda: ttnn.relu(x))  # MARK-after-clear
+        if ttnn.is_trace_capture_active(device):
+            ttnn.end_trace_capture(device, tid, cq_id=0)
+    RESULT["line"] = line_of("MARK-after-clear")
+
+
 def scenario_input_reused_inside_a_later_capture(device):
     executed = []
     fake_execute_trace(executed)

@@ -15,7 +15,12 @@ _TTNN = _tables().ttnn
 _TORCH = _tables().torch
 # The guard's own section: what ttnn itself does with each constructor and Tensor method,
 # seen on the mock device ("Tensor.cpu" = "read"; see the table's comments).
-GUARD_EFFECTS: dict[str, str] = dict(_load("api.toml").get("guard", {}).get("effects", {}))
+_GUARD = _load("api.toml").get("guard", {})
+GUARD_EFFECTS: dict[str, str] = dict(_GUARD.get("effects", {}))
+# MeshDevice methods after which the device's program cache is empty: nothing is warm there.
+PROGRAM_CACHE_CLEARS: tuple[str, ...] = tuple(
+    sorted(name.split(".", 1)[1] for name in _GUARD.get("program_cache_clears", ()) if name.startswith("MeshDevice."))
+)
 
 
 def _short(names, prefix: str = "ttnn.") -> list[str]:

@@ -143,6 +143,9 @@ class Runtime:
                     early[id(current)] = (current, self._make_free_wrapper(name, current))
                     self.patcher.patch(self.Tensor, name, early[id(current)][1])
                     self._watch_unpatched(current, lambda tensor, name=name: self._check_free(name, tensor, (), {}))
+            for name in api.PROGRAM_CACHE_CLEARS:
+                if hasattr(self.MeshDevice, name):
+                    self.patcher.patch(self.MeshDevice, name, _forgetting_warm_ups(getattr(self.MeshDevice, name)))
             if self.monitor is not None:
                 for name in api.TENSOR_CONSTRUCTORS:
                     if hasattr(ttnn, name):
@@ -986,6 +989,19 @@ class Runtime:
             self._abort(capture)
             found.append(violation)
         return found
+
+
+def _forgetting_warm_ups(original: Callable) -> Callable:
+    """A MeshDevice method that empties the program cache: the device's warm-ups go with it."""
+
+    def clear(device: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(device, *args, **kwargs)
+        warm.forget_warm_ups(device)
+        return result
+
+    clear.__name__ = getattr(original, "__name__", "clear_program_cache")
+    clear.__wrapped__ = original  # type: ignore[attr-defined]
+    return clear
 
 
 def _library_paths(module: Any) -> tuple[str, ...]:
