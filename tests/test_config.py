@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trace_lint.config import RULE_CODES, ConfigError, Settings, glob_problem, read_config_file, with_cli_overrides
+from trace_lint.core.config import RULE_CODES, ConfigError, Settings, glob_problem, read_config_file, with_cli_overrides
 from trace_lint.rules import BY_CODE, selected_codes
 
 
@@ -63,7 +63,7 @@ def test_cli_overrides_replace_and_extend():
 
 
 def test_trace_lint_toml_is_found_and_wins_in_its_folder(tmp_path):
-    from trace_lint.config import find_config_file, load_settings
+    from trace_lint.core.config import find_config_file, load_settings
 
     (tmp_path / "pkg").mkdir()
     write(tmp_path, 'select = ["TRC1"]\n')

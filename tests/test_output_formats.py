@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-from trace_lint.analyzer.findings import Finding, Location, Related
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.core.findings import Finding, Location, Related
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 from trace_lint.output import OutputContext, formatters
 from trace_lint.output.github import annotation
 from trace_lint.rules import ALL_RULES

@@ -9,7 +9,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from trace_lint.checker import project_root
+from trace_lint.driver.checker import project_root
 
 from .cli_helpers import CHAIN_HELPERS as HELPERS, run_cli
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .config import ConfigError, load_settings, split_codes, with_cli_overrides
+from .core.config import ConfigError, load_settings, split_codes, with_cli_overrides
 
 app = typer.Typer(
     name="trace-lint",
@@ -64,6 +64,7 @@ def check(
     statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
+    no_observed: bool = typer.Option(False, "--no-observed", help="Ignore the call edges the runtime guard recorded in tests (config `observed`)."),
     config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="Use this pyproject.toml or trace-lint.toml.", show_default=False),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
@@ -71,7 +72,7 @@ def check(
     show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial).", show_default=False),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
-    # Fixes (trace_lint.fixes).
+    # Fixes (trace_lint.report.fixes).
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes, then report what remains."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Count unsafe fixes as available: --fix applies them, output marks them [*]."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is any)."),
@@ -80,7 +81,7 @@ def check(
     """Check files and folders for code that is unsafe inside captures.
 
     PATH: files or folders to check (default: .); `-` reads source from stdin."""
-    from .checker import check as run_check
+    from .driver.checker import check as run_check
     from .output import FORMAT_NAMES, OutputContext, formatters
 
     raw_paths = paths or ["."]
@@ -100,7 +101,7 @@ def check(
         if raw == "-":
             name = Path(stdin_filename or "stdin.py")
             data = sys.stdin.buffer.read() if sys.stdin is not None else b""
-            from .analyzer.source import decode
+            from .frontend.source import decode
 
             decoded = decode(data)
             sources[name] = decoded.text if decoded.error is None else data.decode("utf-8", "replace")
@@ -121,11 +122,17 @@ def check(
         )
     except ConfigError as error:
         raise _fail(str(error))
+    if no_observed:
+        from dataclasses import replace
+
+        settings = replace(settings, observed=False)
     if show_settings:
-        _write_output(_settings_text(settings), output_file)
+        from .core.observed import summary as observed_summary
+
+        _write_output(_settings_text(settings) + f"# {observed_summary(settings)}\n", output_file)
         raise typer.Exit(0)
     if show_files:
-        from .analyzer.discovery import discover, display_path
+        from .frontend.discovery import discover, display_path
 
         found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
         for message in found.errors:
@@ -134,9 +141,9 @@ def check(
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
-        from .cache import ResultCache, cache_folder
-        from .parallel import AUTO
-        from .progress import Progress
+        from .driver.cache import ResultCache, cache_folder
+        from .driver.parallel import AUTO
+        from .driver.progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
 
@@ -158,7 +165,7 @@ def check(
         if add_noqa:
             done_status = _add_noqa(run({}), sources)
         elif fix or diff:
-            from .fixes import fix_until_stable, read_exact
+            from .report.fixes import fix_until_stable, read_exact
 
             def read_stored(filename: str) -> Optional[str]:
                 stdin_text = next((text for path, text in sources.items() if _same_file(path, filename)), None)
@@ -169,7 +176,7 @@ def check(
             if diff or (fix and sources):
                 done_status = _show_fixes(outcome, diff, sources)
             else:
-                from .fixes import write_exact
+                from .report.fixes import write_exact
 
                 for filename, (_before, after) in outcome.changed.items():
                     write_exact(filename, after)
@@ -301,7 +308,7 @@ def _same_file(path: Path, filename: str) -> bool:
 
 def _add_noqa(result, sources) -> int:
     """`check --add-noqa`: a suppression comment at every finding; the exit status."""
-    from .fixes import add_noqa, read_exact, write_exact
+    from .report.fixes import add_noqa, read_exact, write_exact
 
     for message in result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
@@ -328,7 +335,7 @@ def _add_noqa(result, sources) -> int:
 def _show_fixes(outcome, as_diff: bool, stdin_sources: dict) -> int:
     """`--diff` (a unified diff of every change, nothing written) and `--fix` on stdin (the
     fixed source on stdout, as ruff does); the exit status."""
-    from .fixes import unified_diff
+    from .report.fixes import unified_diff
 
     for message in outcome.result.errors:
         typer.echo(f"trace-lint: {message}", err=True)

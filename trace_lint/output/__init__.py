@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def rule_help(finding) -> Optional[str]:
     (the rules are imported, with libcst, only for findings made without it)."""
     if finding.help is not None:
         return finding.help
-    from ..rules import BY_CODE
+    from ..core.registry import BY_CODE
 
     rule = BY_CODE.get(finding.code)
     return rule.help if rule is not None and rule.help else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext, rule_help
 from ._paths import relative_to_root, repository_root
 

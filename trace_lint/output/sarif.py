@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from urllib.parse import quote
 
 from .. import __version__
-from ..analyzer.findings import Finding, Location, Related, rule_url, rules_page
+from ..core.findings import Finding, Location, Related, rule_url, rules_page
 from . import OutputContext
 from ._paths import relative_to_root, repository_root
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext, rule_help
 
 
@@ -108,7 +108,7 @@ def _summary(findings: Sequence[Finding], context: OutputContext) -> str:
 
 def statistics_rows(findings: Sequence[Finding]) -> list[dict]:
     """Findings per rule, most frequent first (ruff's `--statistics` fields)."""
-    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+    from ..core.registry import BY_CODE
 
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}

@@ -20,9 +20,6 @@ class UnparsableFile(Rule):
     """
 
     code = "TRC001"
-    name = "unparsable-file"
-    summary = "File cannot be parsed"
-    help = "fix the syntax error; trace-lint checks the rest of the project meanwhile"
     fix_docs = """
         Only the author knows what the file should say. This finding cannot be suppressed
         with a comment: exclude the file (`exclude`, `extend-exclude`) if it is not meant to
@@ -77,10 +74,6 @@ class UnusedSuppression(Rule):
     """
 
     code = "TRC002"
-    name = "unused-suppression"
-    summary = "Suppression that suppresses nothing, or names an unknown code"
-    help = "remove the suppression, or correct the code it names"
-    fix_availability = "sometimes"
     fix_docs = """
         The fix takes the unused and unknown codes out of the comment (`# noqa: TRC101,
         TRC102` -> `# noqa: TRC101`), and the whole directive when no code is left, keeping

@@ -15,10 +15,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from trace_lint.runtime_guard import api
+from trace_lint.runtime_guard import aliases, api, monitor, observed, warm
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
-from trace_lint.runtime_guard import aliases, monitor, warm
 from trace_lint.runtime_guard.report import (
     UNKNOWN_FRAME,
     CaptureRecord,
@@ -398,6 +397,7 @@ class Runtime:
             self.torch_mode.capturing = False
 
     def _close(self, capture: _Capture, status: str) -> None:
+        observed.closed(capture.record)
         with self.lock:
             capture.record.status = status
             stack = self.open.get(id(capture.device))
@@ -711,6 +711,7 @@ class Runtime:
                 guard._captures.append(record)
         if self.monitor is not None:
             self.monitor.start()
+        observed.opened(record)
         if "torch" in sys.modules:
             self._ensure_torch_mode()
         if self.torch_mode is not None:
