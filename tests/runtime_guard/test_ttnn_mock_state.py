@@ -110,6 +110,12 @@ def test_trace_functions_imported_by_name_before_the_guard_are_guarded(tmp_path_
     assert r["restored"] == [True, True]
 
 
+def test_wrappers_bound_while_a_guard_was_on_pass_through_after_it(tmp_path_factory):
+    r = scenario("names_bound_while_a_guard_was_on", tmp_path_factory)
+    assert r["read"]["raised"] == "RuntimeError" and "TT_FATAL" in r["read"]["message"]
+    assert r["tools_left"] == []  # no call watch left running for a guard that is gone
+
+
 def test_a_trc408_refusal_is_lifted_once_the_buffer_is_freed(tmp_path_factory):
     r = scenario("tracker_refusal_lifted", tmp_path_factory, TT_METAL_TRACE_ALLOC_TRACKING="1")
     assert r["tracking"] is True

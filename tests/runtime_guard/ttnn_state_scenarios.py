@@ -259,6 +259,20 @@ def scenario_functions_imported_before_the_guard(device):
     RESULT["restored"] = [begin_early is ttnn.begin_trace_capture, execute_early is ttnn.execute_trace]
 
 
+def scenario_names_bound_while_a_guard_was_on(device):
+    """A module imported under a guard binds the wrappers; after the guard they are plain ttnn."""
+    import sys as system
+
+    with guard("raise"):
+        from ttnn import begin_trace_capture as begin_during, end_trace_capture as end_during
+    x = on_device(device)
+    tid = begin_during(device, cq_id=0)
+    RESULT["read"] = outcome(lambda: x.cpu())  # ttnn's own error now, not the guard's
+    end_during(device, tid, cq_id=0)
+    ttnn.release_trace(device, tid)
+    RESULT["tools_left"] = [tool for tool in range(6) if system.monitoring.get_tool(tool) is not None]
+
+
 def scenario_tracker_refusal_lifted(device):
     executed = []
     fake_execute_trace(executed)

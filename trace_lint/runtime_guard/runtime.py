@@ -104,6 +104,7 @@ class Runtime:
         self.torch_mode: Any = None
         self.monitor: Optional[monitor.CallMonitor] = monitor.CallMonitor(self) if monitor.AVAILABLE else None
         self.early_references: list[str] = []
+        self.closed = False  # uninstalled: wrappers still referenced pass straight through
 
     # ----------------------------------------------------------------- install
     def install(self) -> None:
@@ -170,6 +171,9 @@ class Runtime:
             pass  # not a descriptor: a plain function, called as itself
 
     def uninstall(self) -> None:
+        # A wrapper the program bound while the guard was on (`from ttnn import execute_trace`
+        # in a module imported meanwhile) outlives the patches: it then passes straight through.
+        self.closed = True
         if self.monitor is not None:
             self.monitor.close()
         try:
@@ -659,7 +663,7 @@ class Runtime:
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             local = runtime.local
-            if getattr(local, "depth", 0):
+            if getattr(local, "depth", 0) or runtime.closed:
                 return original(*args, **kwargs)
             local.depth = 1
             try:
