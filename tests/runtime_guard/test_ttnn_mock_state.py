@@ -114,6 +114,9 @@ def test_wrappers_bound_while_a_guard_was_on_pass_through_after_it(tmp_path_fact
     r = scenario("names_bound_while_a_guard_was_on", tmp_path_factory)
     assert r["read"]["raised"] == "RuntimeError" and "TT_FATAL" in r["read"]["message"]
     assert r["tools_left"] == []  # no call watch left running for a guard that is gone
+    assert_stopped(r["read_later_guard"], "TRC102")  # the later guard saw the begin
+    assert r["active_after"] is False
+    assert r["restored"] is True  # back to the earlier (pass-through) wrapper on exit
 
 
 def test_a_trc408_refusal_is_lifted_once_the_buffer_is_freed(tmp_path_factory):

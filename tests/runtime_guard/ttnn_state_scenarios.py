@@ -263,6 +263,7 @@ def scenario_names_bound_while_a_guard_was_on(device):
     """A module imported under a guard binds the wrappers; after the guard they are plain ttnn."""
     import sys as system
 
+    global begin_during, end_during  # module attributes, as a module imported under the guard has
     with guard("raise"):
         from ttnn import begin_trace_capture as begin_during, end_trace_capture as end_during
     x = on_device(device)
@@ -271,6 +272,11 @@ def scenario_names_bound_while_a_guard_was_on(device):
     end_during(device, tid, cq_id=0)
     ttnn.release_trace(device, tid)
     RESULT["tools_left"] = [tool for tool in range(6) if system.monitoring.get_tool(tool) is not None]
+    with guard("raise"):  # a later guard puts its own wrappers in their place
+        tid = begin_during(device, cq_id=0)
+        RESULT["read_later_guard"] = outcome(lambda: x.cpu())
+        RESULT["active_after"] = ttnn.is_trace_capture_active(device)
+    RESULT["restored"] = getattr(begin_during, "__trace_lint_guard__", False) is True
 
 
 def scenario_tracker_refusal_lifted(device):

@@ -1,7 +1,8 @@
 """Names bound before the guard started, in the program's own modules: `from ttnn import
-execute_trace`, `read = ttnn.Tensor.cpu` at module level. Patching `ttnn.execute_trace` does not
-reach them, so at install the guard points each such module attribute at its wrapper too (and
-puts it back on exit, with every other patch).
+execute_trace`, `read = ttnn.Tensor.cpu` at module level, or bound under an earlier guard (that
+guard's wrapper). Patching `ttnn.execute_trace` does not reach them, so at install the guard
+points each such module attribute at its own wrapper too (and puts it back on exit, with every
+other patch).
 
 Only the program's modules are scanned: not the standard library, not installed packages
 (site-packages), not ttnn, torch or the guard. Local variables, closures and attributes of
@@ -54,6 +55,14 @@ def patch_early_references(patcher: Patcher, wrappers: dict[int, tuple[Any, Any]
             continue
         for name, value in names:
             entry = wrappers.get(id(value))
+            if entry is None and getattr(value, "__trace_lint_guard__", False) is True:
+                # An earlier guard's wrapper, bound while that guard was on: this guard's wrapper
+                # of the same original takes its place until exit.
+                entry = wrappers.get(id(getattr(value, "__wrapped__", None)))
+                if entry is not None and entry[0] is not value.__wrapped__:
+                    entry = None
+                elif entry is not None:
+                    entry = (value, entry[1])
             if entry is not None and entry[0] is value:
                 patcher.patch(module, name, entry[1])
                 patched.append(f"{getattr(module, '__name__', '?')}.{name}")

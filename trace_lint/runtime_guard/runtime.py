@@ -558,6 +558,7 @@ class Runtime:
 
         read.__name__ = method
         read.__wrapped__ = original  # type: ignore[attr-defined]
+        read.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return read
 
     def _make_to_wrapper(self, method: str, original: Callable) -> Callable:
@@ -581,6 +582,7 @@ class Runtime:
 
         to.__name__ = method
         to.__wrapped__ = original  # type: ignore[attr-defined]
+        to.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return to
 
     def _make_free_wrapper(self, method: str, original: Callable) -> Callable:
@@ -596,6 +598,7 @@ class Runtime:
 
         free.__name__ = method
         free.__wrapped__ = original  # type: ignore[attr-defined]
+        free.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return free
 
     def _check_read(self, method: str, tensor: Any, args: tuple, kwargs: dict) -> None:
@@ -675,6 +678,7 @@ class Runtime:
         wrapper.__qualname__ = name
         wrapper.__doc__ = getattr(original, "__doc__", None)
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return wrapper
 
     @staticmethod
