@@ -7,6 +7,8 @@ Run with a python that has ttnn 0.81.1, on a mock device:
 Prints the median ns per call for each call kind, unguarded and guarded, and the ratio.
 "Guard cost alone" rows put a function that does nothing in place of the op's function, so
 the difference is the guard's own work (argument scan, program signature) and nothing else.
+A last table times plain Python calls made while a capture records: on Python 3.12+ the guard
+watches calls through sys.monitoring then (and only then).
 
 `--observed` (any python, no ttnn needed) measures the recording of calls in captures
 (runtime_guard/observed.py): a call of a project function while a capture is open, with and
@@ -68,6 +70,7 @@ def main() -> int:
             ("ttnn.relu(x)  [mock op]", lambda: ttnn.relu(x), 1),
             ("ttnn.add(x, y, output_tensor=out)  [mock op]", lambda: ttnn.add(x, y, output_tensor=out), 1),
             ("ttnn.relu(x)  [guard cost alone]", lambda: ttnn.relu(x), 0),
+            ("ttnn.relu(input_tensor=x)  [guard cost alone]", lambda: ttnn.relu(input_tensor=x), 0),
             ("x.shape (not patched, baseline)", lambda: x.shape, 0),
             ("ttnn.synchronize_device(device)", lambda: ttnn.synchronize_device(device), 1),
             ("host.to_numpy()  [Tensor read method]", lambda: noop.to_numpy(), 1),
@@ -83,6 +86,21 @@ def main() -> int:
             finally:
                 ttnn.relu.function = real_relu
             rows.append((name, bare, guarded))
+
+        def python_function():
+            return None
+
+        def inside_a_capture() -> float:
+            tid = ttnn.begin_trace_capture(device, cq_id=0)
+            try:
+                return per_call_ns(python_function, options.calls, options.rounds)
+            finally:
+                ttnn.end_trace_capture(device, tid, cq_id=0)
+                ttnn.release_trace(device, tid)
+
+        bare = inside_a_capture()
+        with guard("raise"):
+            capturing = [("python_function()  [a capture recording]", bare, inside_a_capture())]
     finally:
         ttnn.close_device(device)
 
@@ -90,7 +108,7 @@ def main() -> int:
     print(f"ttnn {getattr(ttnn, '__version__', '0.81.1')} mock device, median of {options.rounds} rounds x "
           f"{options.calls} calls, guard installed with no capture open")
     print(f"{'call':<{width}}  {'unguarded ns':>13}  {'guarded ns':>11}  {'ratio':>6}  {'added ns':>9}")
-    for name, bare, guarded in rows:
+    for name, bare, guarded in rows + capturing:
         print(f"{name:<{width}}  {bare:>13.0f}  {guarded:>11.0f}  {guarded / bare:>6.2f}  {guarded - bare:>9.0f}")
     return 0
 

@@ -102,6 +102,43 @@ def test_mode_is_checked():
         guard("loud")
 
 
+def test_guard_decorates_functions_and_coroutines(tt, dev):
+    from trace_lint.runtime_guard import is_installed
+
+    x = t(tt, dev)
+    guarded = guard(ttnn_module=tt, torch=False)
+
+    @guarded
+    def capture_and_read(depth=0):
+        """Reads inside a capture."""
+        if depth:
+            return capture_and_read(depth - 1)  # reentrant: the inner call only counts
+        assert is_installed()
+        tid = tt.begin_trace_capture(dev, cq_id=0)
+        try:
+            x.cpu()
+        finally:
+            tt.end_trace_capture(dev, tid, cq_id=0)
+
+    assert capture_and_read.__name__ == "capture_and_read" and "Reads" in capture_and_read.__doc__
+    with pytest.raises(TraceSafetyError, match="TRC102"):
+        capture_and_read(depth=2)
+    assert not is_installed()  # every patch undone when the call left
+    with pytest.raises(TraceSafetyError):
+        capture_and_read()
+    assert [c.status for c in guarded.captures] == ["aborted", "aborted"]
+
+    @guard(ttnn_module=tt, torch=False)
+    async def coroutine():
+        return is_installed()
+
+    import asyncio
+
+    assert asyncio.run(coroutine()) is True and not is_installed()
+    with pytest.raises(TypeError, match="decorates a function"):
+        guard(ttnn_module=tt)(42)
+
+
 # ------------------------------------------------------------------ classification
 def test_alias_bound_before_the_guard_is_recorded_with_its_line(tt, dev):
     add = tt.add

@@ -190,7 +190,8 @@ def test_without_ttnn_the_run_is_undisturbed(pytester, monkeypatch):
     ])
 
 
-REAL_TTNN_TEST = """
+# A module-scoped mock device for the test files run by the real ttnn's pytest.
+REAL_DEVICE_FIXTURE = """
 import numpy as np
 import pytest
 import ttnn
@@ -201,7 +202,9 @@ def device():
     d = ttnn.open_device(device_id=0, trace_region_size=10_000_000)
     yield d
     ttnn.close_device(d)
+"""
 
+REAL_TTNN_TEST = REAL_DEVICE_FIXTURE + """
 
 def test_capture_that_reads(device):
     x = ttnn.to_device(ttnn.to_layout(ttnn.Tensor(np.ones((32, 32), np.float32), ttnn.float32), ttnn.TILE_LAYOUT), device)
@@ -224,17 +227,21 @@ def test_empty_capture(device, trace_guard):
     not os.environ.get("TRACE_LINT_TTNN_PYTHON") or not os.environ.get("TT_METAL_MOCK_CLUSTER_DESC_PATH"),
     reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
 )
-def test_plugin_on_real_ttnn_mock_device(tmp_path):
-    (tmp_path / "test_real.py").write_text(REAL_TTNN_TEST)
+def run_real_pytest(tmp_path: Path, name: str, text: str, *options: str) -> subprocess.CompletedProcess:
+    """Run `text` as the test file `name` with the real ttnn's python and pytest (the plugin on)."""
+    (tmp_path / name).write_text(text)
     env = dict(os.environ)
     env.pop("TRACE_LINT_GUARD_TTNN_MODULE", None)
     env["PYTHONPATH"] = str(ROOT)
     env["COLUMNS"] = "400"  # untruncated short summary
-    proc = subprocess.run(
-        [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", "--trace-guard", "-p", "no:cacheprovider", "-q",
-         "test_real.py"],
+    return subprocess.run(
+        [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", *options, "-p", "no:cacheprovider", "-q", name],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
     )
+
+
+def test_plugin_on_real_ttnn_mock_device(tmp_path):
+    proc = run_real_pytest(tmp_path, "test_real.py", REAL_TTNN_TEST, "--trace-guard")
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
     assert "1 failed, 1 passed" in out
@@ -273,16 +280,7 @@ def test_forgets_end(device):
     reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
 )
 def test_plugin_fails_the_test_that_leaves_a_capture_open_on_the_mock_device(tmp_path):
-    (tmp_path / "test_real.py").write_text(REAL_TTNN_LEAVES_OPEN)
-    env = dict(os.environ)
-    env.pop("TRACE_LINT_GUARD_TTNN_MODULE", None)
-    env["PYTHONPATH"] = str(ROOT)
-    env["COLUMNS"] = "400"
-    proc = subprocess.run(
-        [os.environ["TRACE_LINT_TTNN_PYTHON"], "-m", "pytest", "--trace-guard", "-p", "no:cacheprovider", "-q",
-         "test_real.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
-    )
+    proc = run_real_pytest(tmp_path, "test_real.py", REAL_TTNN_LEAVES_OPEN, "--trace-guard")
     out = proc.stdout
     assert proc.returncode == 1, out[-3000:] + proc.stderr[-3000:]
     assert "1 failed, 1 passed" in out

@@ -29,13 +29,14 @@ elif not CLUSTER or not os.path.exists(CLUSTER):
 pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
 
 
-def run_scenario(name: str, tmp_path_factory: pytest.TempPathFactory, **env: str) -> dict:
+def run_scenario(name: str, tmp_path_factory: pytest.TempPathFactory, *, script: str = "ttnn_scenarios.py",
+                 **env: str) -> dict:
     workdir = tmp_path_factory.mktemp(name)  # ttnn writes generated/ files into its working directory
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     environment.update(env)
     proc = subprocess.run(
-        [TTNN_PYTHON, str(HERE / "ttnn_scenarios.py"), name],
+        [TTNN_PYTHON, str(HERE / script), name],
         cwd=workdir, env=environment, capture_output=True, text=True, timeout=180,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("TRACE_LINT_RESULT ")]

@@ -45,7 +45,7 @@ def use_recorder(op, calls):
 
     def record(*args, **kwargs):
         calls.append(op.python_fully_qualified_name)
-        first = args[0]
+        first = next(value for value in (*args, *kwargs.values()) if isinstance(value, ttnn.Tensor))
         out = kwargs.get("output_tensor")
         if out is not None:
             return out
@@ -73,8 +73,8 @@ def outcome(fn):
     return {"raised": None, "value": repr(type(value))}
 
 
-def line_of(marker):
-    with open(HERE) as source:
+def line_of(marker, path=HERE):
+    with open(path) as source:
         for number, text in enumerate(source, 1):
             if marker in text and "line_of(" not in text:
                 return number
@@ -468,16 +468,19 @@ def scenario_thread_modes(device):
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 
-def main() -> int:
+def main(scenarios=None, result=None) -> int:
+    """Run the scenario named on the command line on a fresh device; print what it found."""
+    scenarios = SCENARIOS if scenarios is None else scenarios
+    result = RESULT if result is None else result
     name = sys.argv[1]
     device = ttnn.open_device(device_id=0, trace_region_size=10_000_000)
     try:
-        SCENARIOS[name](device)
+        scenarios[name](device)
     except BaseException:
-        RESULT["crash"] = traceback.format_exc()
+        result["crash"] = traceback.format_exc()
     finally:
         ttnn.close_device(device)
-    sys.stdout.write("\nTRACE_LINT_RESULT " + json.dumps(RESULT, default=repr) + "\n")
+    sys.stdout.write("\nTRACE_LINT_RESULT " + json.dumps(result, default=repr) + "\n")
     sys.stdout.flush()
     return 0
 

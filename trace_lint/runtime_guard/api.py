@@ -8,10 +8,19 @@ and the few names that only exist at run time (dunder methods, aten op packets).
 
 from __future__ import annotations
 
+from trace_lint.core.api_tables import _load
 from trace_lint.core.api_tables import tables as _tables
 
 _TTNN = _tables().ttnn
 _TORCH = _tables().torch
+# The guard's own section: what ttnn itself does with each constructor and Tensor method,
+# seen on the mock device ("Tensor.cpu" = "read"; see the table's comments).
+_GUARD = _load("api.toml").get("guard", {})
+GUARD_EFFECTS: dict[str, str] = dict(_GUARD.get("effects", {}))
+# MeshDevice methods after which the device's program cache is empty: nothing is warm there.
+PROGRAM_CACHE_CLEARS: tuple[str, ...] = tuple(
+    sorted(name.split(".", 1)[1] for name in _GUARD.get("program_cache_clears", ()) if name.startswith("MeshDevice."))
+)
 
 
 def _short(names, prefix: str = "ttnn.") -> list[str]:
@@ -198,6 +207,13 @@ TENSOR_READ_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.read_methods)) + (
 # Tensor.to(device) writes a host tensor to the device; Tensor.to(layout) stays on the host.
 TENSOR_TRANSFER_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.transfer_methods))
 TENSOR_FREE_METHODS: tuple[str, ...] = tuple(sorted(_TTNN.deallocate_methods))
+
+# Constructors of the module `ttnn` that write host data to the device when given one. nanobind
+# ignores a patched __init__, so the guard watches their calls (monitor.py, Python 3.12+).
+TENSOR_CONSTRUCTORS: tuple[str, ...] = tuple(
+    sorted(name.split(".", 1)[1] for name, effect in GUARD_EFFECTS.items()
+           if effect == "write-if-device" and not name.startswith("Tensor.") and name.split(".", 1)[1].isidentifier())
+)
 
 # Host data in, device tensor out when a device is given: a transfer and a creation.
 OPS_TRANSFER_IF_DEVICE: frozenset[str] = frozenset(_TTNN.host_to_device_if_device_kwarg)

@@ -27,6 +27,9 @@ from trace_lint.runtime_guard.report import (
     format_report,
 )
 
+# pytest leaves the guard's frames out of a failure's traceback.
+__tracebackhide__ = True
+
 Classified = tuple[Optional[str], bool]  # (violation kind or None, stop it before torch runs it)
 
 

@@ -1,9 +1,12 @@
-"""The public guard: a context manager (and install/uninstall) around a patched ttnn and torch."""
+"""The public guard: a context manager and decorator (and install/uninstall) around a patched
+ttnn and torch."""
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.util
+import inspect
 import os
 import sys
 import threading
@@ -21,6 +24,8 @@ from trace_lint.runtime_guard.report import (
 )
 
 MODES = ("raise", "warn")
+# pytest leaves the guard's frames out of a failure's traceback: the user's line is the last shown.
+__tracebackhide__ = True
 
 _state_lock = threading.RLock()
 _runtime: Any = None  # ttnn
@@ -328,9 +333,32 @@ class Guard:
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
         self.uninstall(exc)
 
+    def __call__(self, func: Any) -> Any:
+        """`@guard("raise")`: each call of `func` runs inside this guard (as with
+        contextlib.ContextDecorator; the guard is reentrant, so recursion only counts)."""
+        if not callable(func):
+            raise TypeError(f"guard(...) decorates a function, not {type(func).__name__}")
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                __tracebackhide__ = True
+                with self:
+                    return await func(*args, **kwargs)
+
+            return guarded_async
+
+        @functools.wraps(func)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            with self:
+                return func(*args, **kwargs)
+
+        return guarded
+
 
 def guard(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None, record: Any = None) -> Guard:
-    """`with guard(): ...` wraps ttnn and CUDA graphs for the block; see Guard."""
+    """`with guard(): ...` wraps ttnn and CUDA graphs for the block, `@guard()` for each call of
+    a function; see Guard."""
     return Guard(mode, ttnn_module=ttnn_module, torch=torch, record=record)
 
 

@@ -4,7 +4,7 @@ It guards ttnn trace captures and torch CUDA graphs alike:
 
 - `--trace-guard` guards the whole session (`--trace-guard-mode=warn` to only warn);
 - the fixture `trace_guard` gives a guard active for one test, with its captures and violations;
-- the marker `@pytest.mark.trace_guard(mode="raise")` guards one test's call;
+- the marker `@pytest.mark.trace_guard(mode="raise")` guards one test;
 - a short summary of guarded captures at the end.
 
 Nothing here imports ttnn until a guard is actually started, nor torch ever (the guard patches
@@ -36,6 +36,9 @@ class _PluginState:
 
 
 _STATE_KEY = pytest.StashKey[_PluginState]()
+# The guard of one marked test (or one that asks for the fixture): started before the test's
+# fixtures set up, so their warm-ups count, and stopped after they tear down.
+_TEST_GUARD_KEY = pytest.StashKey[Any]()
 
 
 def _ttnn_module() -> Optional[Any]:
@@ -151,27 +154,49 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture
 def trace_guard(request: pytest.FixtureRequest):
-    """A runtime guard active for this test; `.captures`, `.violations`, `.report()`."""
-    marker = request.node.get_closest_marker("trace_guard")
-    started = _start(request.config, _mode(request.config, marker))
+    """A runtime guard active for this test, from before its fixtures set up until after they
+    tear down; `.captures`, `.violations`, `.report()`."""
+    started = request.node.stash.get(_TEST_GUARD_KEY, None)
     if started is None:
         pytest.skip(f"trace_guard: {_nothing_to_guard()}, so there is nothing to guard")
+    return started
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    marker = item.get_closest_marker("trace_guard")
+    wants_fixture = "trace_guard" in getattr(item, "fixturenames", ())
+    if marker is not None or wants_fixture:
+        started = _start(item.config, _mode(item.config, marker))
+        if started is not None:
+            item.stash[_TEST_GUARD_KEY] = started
+        elif marker is not None and not wants_fixture:
+            item.config.stash[_STATE_KEY].notes.append(
+                f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
+            )
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: Optional[pytest.Item]):
     try:
-        yield started
-    finally:
-        started.uninstall()
+        result = yield
+    except BaseException as error:
+        _stop_test_guard(item, error)
+        raise
+    _stop_test_guard(item, None)
+    return result
+
+
+def _stop_test_guard(item: pytest.Item, error: Optional[BaseException]) -> None:
+    started = item.stash.get(_TEST_GUARD_KEY, None)
+    if started is not None:
+        del item.stash[_TEST_GUARD_KEY]
+        started.uninstall(error)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    marker = item.get_closest_marker("trace_guard")
-    started = None
-    if marker is not None and "trace_guard" not in getattr(item, "fixturenames", ()):
-        started = _start(item.config, _mode(item.config, marker))
-        if started is None:
-            item.config.stash[_STATE_KEY].notes.append(
-                f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
-            )
     before = _recording()
     from trace_lint.runtime_guard import observed
 
@@ -184,14 +209,8 @@ def pytest_runtest_call(item: pytest.Item):
             raise
         # Here, before any fixture tears down: the device is still open to end the capture on.
         _close_left_open(item, before, None)
-    except BaseException as error:
+    finally:
         observed.set_test(None)
-        if started is not None:
-            started.uninstall(error)
-        raise
-    observed.set_test(None)
-    if started is not None:
-        started.uninstall()
     return result
 
 
@@ -239,7 +258,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 seen.add(id(capture))
                 captures.append(capture)
     terminalreporter.section("trace-lint runtime guard")
-    bad = [c for c in captures if c.violations]
+    bad = [c for c in captures if c.standing_violations]  # a lifted refusal is not a violation now
     executed = sum(c.executions for c in captures)
     terminalreporter.write_line(
         f"{len(captures)} capture{'s' if len(captures) != 1 else ''} guarded, "

@@ -76,6 +76,8 @@ class Violation:
     # Extra codes when one call breaks two rules (from_torch(..., device=d): TRC101 and TRC301).
     also: tuple[str, ...] = ()
     trace: str = ""
+    # Why the violation no longer refuses a replay (its cause is gone), or "".
+    lifted: str = ""
 
     @property
     def code(self) -> str:
@@ -100,6 +102,8 @@ class Violation:
             text += f": {call}"
         if self.detail:
             text += f" ({self.detail})"
+        if self.lifted:
+            text += f" [lifted: {self.lifted}]"
         return text
 
     def format(self, index: Optional[int] = None) -> str:
@@ -143,9 +147,17 @@ class CaptureRecord:
     def name(self) -> str:
         return f"{self.label} {self.trace_id} on {self.device}"
 
+    @property
+    def standing_violations(self) -> list[Violation]:
+        """Violations whose cause is still there (not lifted)."""
+        return [v for v in self.violations if not v.lifted]
+
     def summary_line(self) -> str:
-        n = len(self.violations)
+        n = len(self.standing_violations)
+        lifted = len(self.violations) - n
         verdict = "ok" if not n else f"{n} violation{'s' if n != 1 else ''}"
+        if lifted:
+            verdict += f" ({lifted} lifted)"
         return (
             f"{self.name}: {len(self.ops)} op{'s' if len(self.ops) != 1 else ''} recorded, {self.status}, "
             f"executed {self.executions}x, {verdict} (begun at {self.begin_frame})"

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from trace_lint.runtime_guard import api, observed
+from trace_lint.runtime_guard import aliases, api, monitor, observed, warm
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
 from trace_lint.runtime_guard.report import (
@@ -29,6 +29,10 @@ from trace_lint.runtime_guard.report import (
     Violation,
     format_report,
 )
+from trace_lint.runtime_guard.signatures import bound_items, op_parameters
+
+# pytest leaves the guard's frames out of a failure's traceback: the user's line is the last shown.
+__tracebackhide__ = True
 
 _TRACKER_BUFFER = re.compile(r"Buffer (\d+)(?: \[op: ([^\]]*)\])?")
 # Op outputs remembered for the allocation tracker's report; bounded so long runs stay flat.
@@ -49,10 +53,13 @@ class InputRecord:
 
 
 class _Capture:
-    __slots__ = ("record", "device", "trace_id", "cq_id", "inputs", "produced", "guards")
+    __slots__ = ("record", "device", "trace_id", "cq_id", "inputs", "produced", "guards", "thread")
 
     def __init__(self, record: CaptureRecord, device: Any, trace_id: Any, cq_id: Any) -> None:
         self.record = record
+        # The thread that began the capture owns it: work naming no device is filed on a
+        # capture only on that thread (device work is the device's, whichever thread runs it).
+        self.thread = threading.get_ident()
         self.device = device
         self.trace_id = trace_id
         self.cq_id = cq_id
@@ -85,20 +92,24 @@ class Runtime:
         self.local = threading.local()
         self.patcher = Patcher()
         self.guards = GuardSet()
-        self.seen: dict[int, set] = {}
         self.open: dict[int, list[_Capture]] = {}
         self.traces: dict[tuple[int, int], _Capture] = {}
         self.watch: dict[int, list[InputRecord]] = {}
         self.allocations: dict[int, tuple[str, Frame]] = {}
         self.original: dict[str, Callable] = {}
         self._hashable_types: dict[type, bool] = {}
+        self.parameters = op_parameters
         tracker = getattr(ttnn, "_trace_allocation_tracker", None)
         self.tracker_on = bool(getattr(tracker, "TRACE_ALLOC_TRACKING", False))
         self.torch_mode: Any = None
+        self.monitor: Optional[monitor.CallMonitor] = monitor.CallMonitor(self) if monitor.AVAILABLE else None
+        self.early_references: list[str] = []
+        self.closed = False  # uninstalled: wrappers still referenced pass straight through
 
     # ----------------------------------------------------------------- install
     def install(self) -> None:
         ttnn = self.ttnn
+        early: dict[int, tuple[Any, Any]] = {}  # id(original) -> (original, its wrapper)
         try:
             for name, role in api.TTNN_FUNCTIONS.items():
                 if not hasattr(ttnn, name):
@@ -106,19 +117,41 @@ class Runtime:
                 current = getattr(ttnn, name)
                 wrapper = self._make_function_wrapper(name, role, current)
                 self.original[name] = self.patcher.patch(ttnn, name, wrapper)
+                early[id(current)] = (current, wrapper)
+                if role == "sync":
+                    self._watch_unpatched(current, lambda first, name=name: self._check_sync(name, (first,), {}))
             fast = ttnn
             for part in api.FAST_OPERATION:
                 fast = getattr(fast, part)
             self.patcher.patch(fast, "__call__", self._make_op_wrapper(fast.__call__))
             for name in api.TENSOR_READ_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_read_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    early[id(current)] = (current, self._make_read_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
+                    self._watch_unpatched(current, lambda tensor, name=name: self._check_read(name, tensor, (), {}))
             for name in api.TENSOR_TRANSFER_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_to_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    early[id(current)] = (current, self._make_to_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
+                    if self.monitor is not None:
+                        self.monitor.write(current, f"Tensor.{name}")
             for name in api.TENSOR_FREE_METHODS:
                 if hasattr(self.Tensor, name):
-                    self.patcher.patch(self.Tensor, name, self._make_free_wrapper(name, getattr(self.Tensor, name)))
+                    current = getattr(self.Tensor, name)
+                    early[id(current)] = (current, self._make_free_wrapper(name, current))
+                    self.patcher.patch(self.Tensor, name, early[id(current)][1])
+                    self._watch_unpatched(current, lambda tensor, name=name: self._check_free(name, tensor, (), {}))
+            for name in api.PROGRAM_CACHE_CLEARS:
+                if hasattr(self.MeshDevice, name):
+                    self.patcher.patch(self.MeshDevice, name, _forgetting_warm_ups(getattr(self.MeshDevice, name)))
+            if self.monitor is not None:
+                for name in api.TENSOR_CONSTRUCTORS:
+                    if hasattr(ttnn, name):
+                        self.monitor.write(getattr(ttnn, name), f"ttnn.{name}")
+            # `from ttnn import execute_trace` in the program's modules, bound before this patch.
+            self.early_references = aliases.patch_early_references(self.patcher, early, self.frames._skipped)
         except BaseException as error:
             try:
                 self.patcher.restore()
@@ -127,7 +160,22 @@ class Runtime:
                     error.add_note(str(restore_error))
             raise
 
+    def _watch_unpatched(self, original: Any, check: Callable[[Any], None]) -> None:
+        """Judge calls of `original` itself (a reference taken before the patch) while capturing."""
+        if self.monitor is None:
+            return
+        self.monitor.check(original, check)
+        try:
+            self.monitor.bound_types.add(type(original.__get__(object())))
+        except Exception:
+            pass  # not a descriptor: a plain function, called as itself
+
     def uninstall(self) -> None:
+        # A wrapper the program bound while the guard was on (`from ttnn import execute_trace`
+        # in a module imported meanwhile) outlives the patches: it then passes straight through.
+        self.closed = True
+        if self.monitor is not None:
+            self.monitor.close()
         try:
             self.patcher.restore()
         finally:
@@ -227,13 +275,17 @@ class Runtime:
                 pass
         return f"{kind.__name__}:{value!r}"
 
-    def signature(self, name: str, args: tuple, kwargs: dict) -> tuple:
+    def signature(self, op: Any, name: str, args: tuple, kwargs: dict) -> tuple:
+        """The op's program signature: its name and each argument's key under the parameter's
+        name (signatures.py), however the argument was passed."""
         value_key = self._value_key
-        parts = [name]
-        parts += [value_key(value) for value in args]
-        if kwargs:
-            parts += [(key, value_key(kwargs[key])) for key in sorted(kwargs) if key not in api.QUEUE_KWARGS]
-        return tuple(parts)
+        entry = self.parameters.by_op.get(id(op))
+        parameters = entry[1] if entry is not None and entry[0] is op else self.parameters(op)
+        if not kwargs and parameters is not None and len(args) <= parameters.named_prefix:
+            names = parameters.positional  # the common call, inlined: it is on every op's path
+            return (name, *[(names[index], value_key(value)) for index, value in enumerate(args)])
+        items = bound_items(parameters, args, kwargs, api.QUEUE_KWARGS)
+        return (name, *[(key, value_key(value)) for key, value in items])
 
     def describe(self, value: Any) -> str:
         if isinstance(value, self.Tensor):
@@ -268,14 +320,19 @@ class Runtime:
         if device is not None:
             stack = open_.get(id(device))
             return stack[-1] if stack else None
-        return self._latest_open()
+        return self._own_open()
 
-    def _latest_open(self) -> Optional[_Capture]:
+    def _own_open(self) -> Optional[_Capture]:
+        """The newest capture still recording that the calling thread began."""
+        thread = threading.get_ident()
         with self.lock:
             latest = None
             for stack in self.open.values():
-                if stack and (latest is None or stack[-1].record.begin_order > latest.record.begin_order):
-                    latest = stack[-1]
+                for capture in stack:
+                    if capture.thread == thread and (
+                        latest is None or capture.record.begin_order > latest.record.begin_order
+                    ):
+                        latest = capture
             return latest
 
     def _uid(self, tensor: Any) -> Optional[int]:
@@ -352,6 +409,8 @@ class Runtime:
                 stack.remove(capture)
                 if not stack:
                     del self.open[id(capture.device)]
+            if not self.open and self.monitor is not None:
+                self.monitor.stop()
             if status in ("aborted", "released"):
                 self._unwatch(capture)
 
@@ -390,18 +449,14 @@ class Runtime:
         return self._op_captured(original, op, name, device, tensors, args, kwargs, capture)
 
     def _op_outside(self, original, op, name, device, tensors, args, kwargs):
-        signature = self.signature(name, args, kwargs) if device is not None else None
+        signature = self.signature(op, name, args, kwargs) if device is not None else None
         if name in api.FREE_OPS and self.watch:
             for tensor, on in tensors:
                 if on:
                     self._note_free(tensor)
         result = original(op, *args, **kwargs)
         if signature is not None:
-            seen = self.seen.get(id(device))
-            if seen is None:
-                with self.lock:
-                    seen = self.seen.setdefault(id(device), set())
-            seen.add(signature)
+            warm.signatures_for(device).add(signature)
         if self.watch or (self.tracker_on and self.traces):
             self._note_outputs(name, result)
         return result
@@ -428,11 +483,11 @@ class Runtime:
                 uid = self._uid(tensor) if on else None
                 if uid is not None and uid in capture.inputs:
                     kind, detail = api.FREED_INPUT, f"trace input first used by {capture.inputs[uid].op}"
+                elif uid is not None and self.watch:
+                    self._note_free(tensor)  # an input of an earlier trace
         if kind is None and name not in api.NO_PROGRAM_OPS and device is not None:
-            signature = self.signature(name, args, kwargs)
-            with self.lock:
-                warmed = signature in self.seen.get(id(device), ())
-            if not warmed:
+            signature = self.signature(op, name, args, kwargs)
+            if not warm.is_warm(device, signature):
                 kind = api.CACHE_MISS
                 detail = "no call with these input specs ran on this device before the capture"
         violation = Violation(kind, name, summary, frame, detail, also) if kind else None
@@ -455,6 +510,10 @@ class Runtime:
             uid = self._uid(tensor)
             if uid is not None and uid not in capture.inputs:
                 capture.produced.add(uid)
+        if self.watch or (self.tracker_on and self.traces):
+            # An output made inside this capture may take the address of an earlier trace's
+            # freed input: that trace's replay would then read this buffer.
+            self._note_outputs(name, result)
         return result
 
     def _note_free(self, tensor: Any) -> None:
@@ -492,16 +551,14 @@ class Runtime:
         def read(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if runtime.open and runtime._depth_enter():
                 try:
-                    if runtime._on_device(tensor):
-                        capture = runtime._capture_for(tensor.device())
-                        if capture is not None:
-                            runtime._tensor_violation(capture, api.DEVICE_READ, f"Tensor.{method}", tensor, args, kwargs)
+                    runtime._check_read(method, tensor, args, kwargs)
                 finally:
                     runtime._depth_exit()
             return original(tensor, *args, **kwargs)
 
         read.__name__ = method
         read.__wrapped__ = original  # type: ignore[attr-defined]
+        read.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return read
 
     def _make_to_wrapper(self, method: str, original: Callable) -> Callable:
@@ -525,6 +582,7 @@ class Runtime:
 
         to.__name__ = method
         to.__wrapped__ = original  # type: ignore[attr-defined]
+        to.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return to
 
     def _make_free_wrapper(self, method: str, original: Callable) -> Callable:
@@ -533,23 +591,65 @@ class Runtime:
         def free(tensor: Any, *args: Any, **kwargs: Any) -> Any:
             if (runtime.open or runtime.watch) and runtime._depth_enter():
                 try:
-                    if runtime._on_device(tensor):
-                        capture = runtime._capture_for(tensor.device())
-                        uid = runtime._uid(tensor)
-                        if capture is not None and uid in capture.inputs:
-                            runtime._tensor_violation(
-                                capture, api.FREED_INPUT, f"Tensor.{method}", tensor, args, kwargs,
-                                f"trace input first used by {capture.inputs[uid].op}",
-                            )
-                        elif runtime.watch:
-                            runtime._note_free(tensor)
+                    runtime._check_free(method, tensor, args, kwargs)
                 finally:
                     runtime._depth_exit()
             return original(tensor, *args, **kwargs)
 
         free.__name__ = method
         free.__wrapped__ = original  # type: ignore[attr-defined]
+        free.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return free
+
+    def _check_read(self, method: str, tensor: Any, args: tuple, kwargs: dict) -> None:
+        if self._on_device(tensor):
+            capture = self._capture_for(tensor.device())
+            if capture is not None:
+                self._tensor_violation(capture, api.DEVICE_READ, f"Tensor.{method}", tensor, args, kwargs)
+
+    def _check_free(self, method: str, tensor: Any, args: tuple, kwargs: dict) -> None:
+        if self._on_device(tensor):
+            capture = self._capture_for(tensor.device())
+            uid = self._uid(tensor)
+            if capture is not None and uid in capture.inputs:
+                self._tensor_violation(
+                    capture, api.FREED_INPUT, f"Tensor.{method}", tensor, args, kwargs,
+                    f"trace input first used by {capture.inputs[uid].op}",
+                )
+            elif self.watch:
+                self._note_free(tensor)
+
+    # ----------------------------------------------------------------- calls seen by the monitor
+    def _live_count(self, device: Any) -> Optional[int]:
+        buffers = self._buffers(device)
+        return None if buffers is None else len(buffers)
+
+    def buffer_counts(self) -> dict[int, tuple[Any, Optional[int]]]:
+        """Live device buffers per device with a capture recording (ttnn's buffer report)."""
+        with self.lock:
+            devices = [stack[-1].device for stack in self.open.values() if stack]
+        return {id(device): (device, self._live_count(device)) for device in devices}
+
+    def on_unpatched_write(self, op: str, first: Any, before: dict) -> None:
+        """A constructor or an early-bound Tensor.to returned: a new buffer on a capturing device
+        is a host-to-device write. Without one it made a host tensor, which touches no device
+        (its later transfer is what gets reported)."""
+        for key, (device, count) in self.buffer_counts().items():
+            old = before.get(key, (device, None))[1]
+            if count is None or old is None or count <= old:
+                continue
+            capture = self._capture_for(device)
+            if capture is not None:
+                self._unpatched_violation(capture, api.HOST_TRANSFER, op, first, (api.KINDS[api.TENSOR_CREATION].code,),
+                                          "wrote host data into a new device buffer")
+
+    def _unpatched_violation(self, capture, kind, op, first, also, detail) -> None:
+        frame = self.frames.user_frame()
+        summary = self.describe(first) + ", ..." if first is not None else "..."
+        violation = Violation(kind, op, summary, frame, detail, also)
+        with self.lock:
+            capture.record.ops.append(OpRecord(op, summary, frame, violation))
+        self._violate(capture, violation, immediate=False)  # ttnn already ran it
 
     def _tensor_violation(self, capture, kind, op, tensor, args, kwargs, detail="") -> None:
         frame = self.frames.user_frame()
@@ -566,7 +666,7 @@ class Runtime:
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             local = runtime.local
-            if getattr(local, "depth", 0):
+            if getattr(local, "depth", 0) or runtime.closed:
                 return original(*args, **kwargs)
             local.depth = 1
             try:
@@ -578,6 +678,7 @@ class Runtime:
         wrapper.__qualname__ = name
         wrapper.__doc__ = getattr(original, "__doc__", None)
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__trace_lint_guard__ = True  # type: ignore[attr-defined]
         return wrapper
 
     @staticmethod
@@ -594,6 +695,8 @@ class Runtime:
         cq_id = self._arg(args, kwargs, 1, "cq_id")
         frame = self.frames.user_frame()
         outer = self._capture_for(device) if device is not None else None
+        if device is not None and outer is None:
+            warm.check_program_cache(device)
         if outer is not None:
             violation = Violation(
                 api.NESTED_BEGIN, f"ttnn.{name}", self.summarize(args, kwargs), frame,
@@ -614,6 +717,8 @@ class Runtime:
             capture.guards = self.guards.for_new_capture()
             for guard in capture.guards:
                 guard._captures.append(record)
+        if self.monitor is not None:
+            self.monitor.start()
         observed.opened(record)
         if "torch" in sys.modules:
             self._ensure_torch_mode()
@@ -723,12 +828,15 @@ class Runtime:
         if capture is None or capture.record.status == "recording":
             return original(*args, **kwargs)
         record = capture.record
-        if record.violations or record.status != "ended":
+        # A TRC408 refusal is about the moment of the replay, not the trace: ttnn's tracker
+        # decides it again at each execute_trace, so a freed buffer lifts it.
+        blocking = [v for v in record.violations if v.kind != api.ALIVE_ACROSS_REPLAY]
+        if blocking or record.status != "ended":
             record.refused_executions += 1
-            why = "the trace broke the contract" if record.violations else f"its capture {record.status}"
+            why = "the trace broke the contract" if blocking else f"its capture {record.status}"
             raise TraceSafetyError(
-                format_report(record, record.violations, f"execute_trace refused: {why}"),
-                record.violations,
+                format_report(record, blocking, f"execute_trace refused: {why}"),
+                blocking,
                 record,
             )
         stale = self._stale_inputs(capture)
@@ -759,17 +867,27 @@ class Runtime:
                 record,
             ) from error
         record.executions += 1
+        pending = [v for v in record.violations if v.kind == api.ALIVE_ACROSS_REPLAY and not v.lifted]
+        if pending:
+            frame = self.frames.user_frame()
+            for violation in pending:
+                violation.lifted = f"replay at {frame} allowed by ttnn's allocation tracker: the buffer was freed"
         return result
 
-    def _live_addresses(self, device: Any) -> Optional[set]:
+    def _buffers(self, device: Any) -> Optional[list]:
+        """The device's live buffers from ttnn's buffer report; None when it cannot say."""
         reports = getattr(getattr(self.ttnn, "_ttnn", None), "reports", None)
         get_buffers = getattr(reports, "get_buffers", None)
         if get_buffers is None:
             return None
         try:
-            return {buffer.address for buffer in get_buffers(device)}
+            return list(get_buffers(device))
         except Exception:
             return None
+
+    def _live_addresses(self, device: Any) -> Optional[set]:
+        buffers = self._buffers(device)
+        return None if buffers is None else {buffer.address for buffer in buffers}
 
     def _stale_inputs(self, capture: _Capture) -> list[Violation]:
         if not capture.inputs:
@@ -805,18 +923,21 @@ class Runtime:
 
     def _on_sync(self, name, original, args, kwargs):
         if self.open:
-            device = self._arg(args, kwargs, 0, "mesh_device", "device")
-            if not isinstance(device, self.MeshDevice):
-                device = None
-            capture = self._capture_for(device)
-            if capture is not None:
-                frame = self.frames.user_frame()
-                summary = self.summarize(args, kwargs)
-                violation = Violation(api.SYNC, f"ttnn.{name}", summary, frame)
-                with self.lock:
-                    capture.record.ops.append(OpRecord(f"ttnn.{name}", summary, frame, violation))
-                self._violate(capture, violation)
+            self._check_sync(name, args, kwargs)
         return original(*args, **kwargs)
+
+    def _check_sync(self, name: str, args: tuple, kwargs: dict) -> None:
+        device = self._arg(args, kwargs, 0, "mesh_device", "device")
+        if not isinstance(device, self.MeshDevice):
+            device = None
+        capture = self._capture_for(device)
+        if capture is not None:
+            frame = self.frames.user_frame()
+            summary = self.summarize(args, kwargs)
+            violation = Violation(api.SYNC, f"ttnn.{name}", summary, frame)
+            with self.lock:
+                capture.record.ops.append(OpRecord(f"ttnn.{name}", summary, frame, violation))
+            self._violate(capture, violation)
 
     # ----------------------------------------------------------------- torch
     def _ensure_torch_mode(self) -> None:
@@ -837,7 +958,7 @@ class Runtime:
         kind = classify_torch_call(name, args, kwargs)
         if kind is None:
             return
-        capture = self._latest_open()
+        capture = self._own_open()
         if capture is None:
             return
         frame = self.frames.user_frame()
@@ -877,6 +998,19 @@ class Runtime:
             self._abort(capture)
             found.append(violation)
         return found
+
+
+def _forgetting_warm_ups(original: Callable) -> Callable:
+    """A MeshDevice method that empties the program cache: the device's warm-ups go with it."""
+
+    def clear(device: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(device, *args, **kwargs)
+        warm.forget_warm_ups(device)
+        return result
+
+    clear.__name__ = getattr(original, "__name__", "clear_program_cache")
+    clear.__wrapped__ = original  # type: ignore[attr-defined]
+    return clear
 
 
 def _library_paths(module: Any) -> tuple[str, ...]:

@@ -13,6 +13,10 @@ from typing import Any, Callable, Optional
 from trace_lint.runtime_guard import api
 
 
+# pytest leaves the guard's frames out of a failure's traceback.
+__tracebackhide__ = True
+
+
 def classify_torch_call(name: str, args: tuple = (), kwargs: Optional[dict] = None) -> Optional[str]:
     """The violation kind of a torch function called while a ttnn capture is open, or None."""
     kwargs = kwargs or {}
