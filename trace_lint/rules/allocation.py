@@ -317,18 +317,23 @@ class FreedTraceBuffer(Rule):
                 else:
                     kind = None  # an intermediate of the region, or a value made after it
             if kind is not None:
-                self.report(node, self._message(free, kind), module=module, chain=self._chain(free))
+                self.report(node, self._message(free, kind), module=module, chain=self._chain(region, free))
 
     @staticmethod
     def _message(free: "Free", kind: str) -> str:
         if not free.steps:
             return f"`{free.key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory"
-        return f"this call frees `{free.shown}`, a trace {kind}, while the trace can still be executed; replay touches freed memory"
+        what = f"the elements of `{free.key}`" if free.shown.endswith("[]") else f"`{free.shown}`"
+        return f"this call frees {what}, a trace {kind}, while the trace can still be executed; replay touches freed memory"
 
     @staticmethod
-    def _chain(free: "Free") -> list[Related]:
-        out = []
-        for step in free.steps[1:] if free.steps else ():
+    def _chain(region: Region, free: "Free") -> list[Related]:
+        """From the capture down to the free, for a free through a helper."""
+        if not free.steps:
+            return []
+        begin = region.module.range(region.begin).start
+        out = [Related(region.module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`")]
+        for step in free.steps[1:]:
             start = step.module.range(step.node).start
             out.append(Related(step.module.display_path, Location(start.line, start.column + 1), step.message))
         return out

@@ -932,6 +932,31 @@ class MissingWarmUp(Rule):
                     return True
         return False
 
+    def _constructed_and_warmed(self, site) -> bool:
+        """A class helper's instance runs its callable through a method that does not capture
+        (`executor.compile(x)`) before a capturing method is called on it
+        (`executor.capture(x)`): a `create_pipeline`-style runner."""
+        helper, caller = site.helper, site.caller
+        if helper.cls is None or caller is None:
+            return False
+        statement = caller.module.parent(site.call)
+        if not isinstance(statement, cst.Assign) or statement.value is not site.call or len(statement.targets) != 1:
+            return False
+        instance = caller.module.normalized(statement.targets[0].target)
+        capturing = {id(m) for m in helper.capturing_methods}
+        stored = {f"{instance}.{attribute}" for attribute in helper.stored}
+        calls = [
+            node for node in caller.nodes
+            if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and caller.module.normalized(node.func.value) == instance
+        ]
+        captures = [c for c in calls if any(id(t.function) in capturing for t in self.facts.targets(c, caller))]
+        capture_ids = {id(c) for c in captures}
+        warm_ups = [
+            c for c in calls
+            if id(c) not in capture_ids and self.facts.targets(c, caller) and stored & self.facts.call_runs(c, caller)
+        ]
+        return bool(captures) and all(any(_runs_before(caller, w, c) for w in warm_ups) for c in captures)
+
     def check_project(self) -> None:
         sites = self.facts.capture_helper_sites()
         if not sites:
@@ -939,7 +964,7 @@ class MissingWarmUp(Rule):
         kinds = {id(r.function): r.kind for r in self.facts.regions}
         for site in sites:
             caller = site.caller
-            if caller is None or self._helper_warms_itself(site.helper):
+            if caller is None or self._helper_warms_itself(site.helper) or self._constructed_and_warmed(site):
                 continue  # module-level call sites: nothing to compare with
             module = site.module
             if isinstance(site.target.node, cst.Lambda):
