@@ -850,14 +850,14 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
-    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region]) -> bool:
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region], before: Optional[cst.Call] = None) -> bool:
         """The same work runs on a path before the capture: elsewhere in the function, in a
         caller before it calls the capturing function (or in a function that caller ran
         earlier: a sibling), two callers up at most, any number of frames down. The work is
         matched by the call's text, its resolved targets, or what it runs (its summary: the
         user callables and launching functions it reaches, moved into each caller's frame)."""
         work = self.facts.call_work(call, function)
-        if self._warmed_in(function, call, text, targets, exclude, work=work):
+        if self._warmed_in(function, call, text, targets, exclude, before=before, work=work):
             return True
         frontier = [(function, text, work)]
         for _level in range(2):
@@ -972,13 +972,13 @@ class MissingWarmUp(Rule):
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
-                    if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None)
+                    if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None, before=site.call)
                 ]
                 if not missing:
                     continue
                 shown = module.code(missing[0].func)
             else:
-                if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None):
+                if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
                 shown = module.code(site.argument)
             kind = kinds.get(id(site.helper.function), "ttnn")

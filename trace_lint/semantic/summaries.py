@@ -137,9 +137,10 @@ class Summaries:
             called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
             if callee.name == "__init__" and called != "__init__":
                 return None  # a construction: the receiver is the new instance
-            if not isinstance(func, cst.Attribute):
-                return None
-            base = path_of(func.value, caller)
+            if isinstance(func, cst.Attribute) and called == callee.name:
+                base = path_of(func.value, caller)  # `obj.method(...)`
+            else:
+                base = path_of(func, caller)  # an instance called: `model(x)`, `self.block(x)`
         elif root in arguments:
             base = path_of(arguments[root], caller)
         else:
