@@ -102,6 +102,8 @@ def test_trace_outputs_kept_on_an_attribute_freed_before_another_capture():
 
 
 def test_trace_region_only_for_the_fixture_whose_tests_capture():
-    # Two `device` fixtures of the same name in two folders: only the one whose tests
-    # capture needs a trace region.
+    # Three `device` fixtures of one name: the one of traced/ (its test captures) needs a
+    # trace region; not the one of other/ (its tests never capture), nor the top one, whose
+    # tests (eager/) never capture: traced/ has its own, and `trace_runner.capture(device,
+    # ...)` is no test requesting a fixture.
     assert finding_set(PROJECTS / "device_folders") == {("traced/conftest.py", 7, "TRC405")}

@@ -991,9 +991,11 @@ class MissingTraceRegion(Rule):
     Flags `ttnn.open_device` / `ttnn.open_mesh_device` called without a `trace_region_size`,
     or with `trace_region_size=0`, when the device it opens reaches a capture: captured in the
     same function, passed to a function that captures with it (a constructor storing it on
-    `self` included), or returned or yielded (a pytest fixture) to code that does. A device
-    opened for code that never captures is not reported, nor a size or a device passed
-    through `**kwargs` (unknown).
+    `self` included), or returned or yielded (a pytest fixture) to code that does. A
+    fixture reaches the tests and fixtures requesting it where pytest would give it to them:
+    in its own module or below its folder, and not where a nearer fixture of the same name
+    is found. A device opened for code that never captures is not reported, nor a size or a
+    device passed through `**kwargs` (unknown).
 
     ## Why is this bad?
     Traces live in a dedicated region of device memory whose size is fixed when the device
@@ -1249,10 +1251,27 @@ class DeviceReach:
         for module in self.facts.modules_mentioning(name.encode()):
             if module is not function.module and not module.path.is_relative_to(folder):
                 continue
+            if module is not function.module and self._shadowed(name, folder, module):
+                continue
             module.load()
             for candidate in module.iter_functions((name,)):
-                if name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
+                # Only tests and other fixtures request fixtures: a function that merely has
+                # a parameter of that name (`capture(device, ...)`) is not given it.
+                requests = candidate.name.startswith("test") or _fixture_name(candidate) is not None
+                if requests and name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
                     return True
+        return False
+
+    def _shadowed(self, name: str, folder, module) -> bool:
+        """A fixture of the same name nearer to the test module (in itself, or in a
+        conftest.py of a folder between) is the one its tests get."""
+        between = [p for p in module.path.parents if p != folder and p.is_relative_to(folder)]
+        for candidate in self.facts.modules_mentioning(name.encode()):
+            if candidate is not module and not (candidate.path.name == "conftest.py" and candidate.path.parent in between):
+                continue
+            candidate.load()
+            if any(_fixture_name(f) == name for f in candidate.iter_functions((name,))):
+                return True
         return False
 
     # -- small questions -----------------------------------------------------------------------
