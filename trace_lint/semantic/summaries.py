@@ -117,6 +117,8 @@ class Summaries:
         self._user_callable = user_callable
         self._launches = launches
         self._work: dict[tuple[int, int], frozenset[str]] = {}
+        # Per call site (the call nodes live as long as the run's parsed modules).
+        self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
         self._frees: dict[int, tuple[Freed, ...]] = {}
         self._stores: dict[int, frozenset[str]] = {}
         self._runs: dict[tuple[int, int], frozenset[str]] = {}
@@ -256,6 +258,13 @@ class Summaries:
     def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
         """What a call runs, in the caller's frame: its own callee's path, the functions it
         reaches and what they run."""
+        key = (id(call), id(self_class))
+        found = self._call_runs.get(key)
+        if found is None:
+            found = self._call_runs[key] = self._moved_runs(call, function, self_class, depth)
+        return found
+
+    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class, depth: int) -> frozenset[str]:
         out: set[str] = set()
         own = path_of(call.func)
         if own is not None:
