@@ -336,7 +336,7 @@ class Engine:
             return frozenset()
         return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
-    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None) -> None:
+    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None, chain=None) -> None:
         assert module is not None
         try:
             code_range = module.range(node)
@@ -346,6 +346,8 @@ class Engine:
         end = Location(code_range.end.line, code_range.end.column + 1)
         key = (module.display_path, location.row, location.column, rule.code)
         chains = list(self._chain_of_current[-1]) if self._chain_of_current and context is not None and not context.lexical else []
+        if chain:
+            chains.append(list(chain))  # the rule's own steps down (a free through a helper)
         existing = self.findings.get(key)
         if existing is not None:
             for chain in chains:

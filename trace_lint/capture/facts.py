@@ -20,6 +20,7 @@ from ..semantic.tensors import TensorFacts, TorchFacts
 
 if TYPE_CHECKING:
     from ..semantic.calls import Target
+    from ..semantic.summaries import Freed
     from .capture_helpers import Helper, HelperSite
     from ..semantic.project import ClassInfo, Definition, FunctionInfo, ModuleInfo
     from ..frameworks.region import Region
@@ -164,6 +165,33 @@ class ProgramFacts:
     def reads_value(self, function: "FunctionInfo", parameter: str) -> bool:
         """The function uses the parameter's value, not only its host metadata."""
         return self._engine.effects.reads_value(function, parameter)
+
+    # -- what a callee does to what it is handed (semantic/summaries.py) ---------------------
+    def freed_expression(self, call: cst.Call, function: "FunctionInfo") -> Optional[cst.BaseExpression]:
+        """What a `ttnn.deallocate(t)` / `t.deallocate()` call frees, or None."""
+        return self._engine.effects.summaries.freed_expression(call, function)
+
+    def call_frees(self, call: cst.Call, function: "FunctionInfo") -> tuple["Freed", ...]:
+        """What a call of a project helper frees, any frames down, as paths of the caller's
+        frame (`outs[]`, `self.out`), each with the steps down to the free."""
+        return self._engine.effects.summaries.call_frees(call, function)
+
+    def call_stores(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
+        """Attributes a call assigns, any frames down, as paths of the caller's frame."""
+        return self._engine.effects.summaries.call_stores(call, function)
+
+    def call_runs(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
+        """What a call runs, any frames down: callee paths of the caller's frame and the
+        project functions reached."""
+        return self._engine.effects.summaries.call_runs(call, function)
+
+    def call_work(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
+        """The work a call must have run before to be warm (see `Summaries.work`)."""
+        return self._engine.effects.summaries.call_work(call, function)
+
+    def move_up(self, paths: frozenset[str], call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> frozenset[str]:
+        """Paths of a callee's frame in the frame of a caller making the call."""
+        return self._engine.effects.summaries.move_up(paths, call, caller, callee)
 
     # -- names and modules -------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression, module: "ModuleInfo", scope: Optional["FunctionInfo"]) -> Optional[str]:

@@ -143,14 +143,58 @@ def assigned_value(statement: Optional[cst.CSTNode]) -> Optional[cst.BaseExpress
 
 
 def executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
-    """The execute runs after the statement: later in the text, or in a loop holding both."""
+    """The execute can run after the statement: later on a path from it (not on the other
+    branch of an `if`), or in a loop after the region holding both (its next turn)."""
     module = region.module
-    if module.start(execute) >= module.end(statement):
-        return True
     for loop in loops(region.function):
         if module.start(loop) >= region.stop and within(module, statement, loop) and within(module, execute, loop):
             return True
+    return module.start(execute) >= module.end(statement) and not exclusive(region.function, statement, execute)
+
+
+def exclusive(function: FunctionInfo, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """The two nodes are on different branches of one `if` (or of a conditional expression):
+    no run of the function passes through both, loops aside."""
+    module = function.module
+    outer_a = module.ancestors(a, stop=function.node)
+    outer_b = module.ancestors(b, stop=function.node)
+    shared = 0
+    while shared < min(len(outer_a), len(outer_b)) and outer_a[shared] is outer_b[shared]:
+        shared += 1
+    if shared == 0:
+        return False
+    common = outer_a[shared - 1]
+    branch_a = outer_a[shared] if shared < len(outer_a) else a
+    branch_b = outer_b[shared] if shared < len(outer_b) else b
+    if isinstance(common, cst.If):
+        return _branch(common, branch_a) != _branch(common, branch_b)
+    if isinstance(common, cst.IfExp):
+        sides = {id(common.body): "body", id(common.orelse): "orelse"}
+        return sides.get(id(branch_a)) is not None and sides.get(id(branch_b)) is not None and sides[id(branch_a)] != sides[id(branch_b)]
+    if isinstance(common, cst.Else):
+        return False
     return False
+
+
+def _branch(node: cst.If, child: cst.CSTNode) -> str:
+    if child is node.body:
+        return "body"
+    if child is node.orelse:
+        return "orelse"
+    return "test"
+
+
+def runs_after_region(region: Region, node: cst.CSTNode) -> bool:
+    """The node runs only after the region on any run of its function: later in the text,
+    not in a loop holding the region too (an earlier turn runs before the next capture), and
+    not on the other branch of an `if` from it (another path)."""
+    module = region.module
+    if module.start(node) < region.stop:
+        return False
+    for loop in loops(region.function):
+        if within(module, node, loop) and within(module, region.begin, loop):
+            return False
+    return not exclusive(region.function, region.begin, node)
 
 
 def within(module, node: cst.CSTNode, outer: cst.CSTNode) -> bool:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..core.findings import Location, Related
+
 from ..semantic.dataflow import accesses, chain_key
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
-from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, made_in_region_and_read_after, reaching
+from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, loops, made_in_region_and_read_after, reaching, within
+from ..semantic.summaries import container_of
 from ..core.api_tables import tables
 from ._common import is_none, keyword
 from ._torch import host_creation
@@ -30,7 +34,8 @@ class TensorCreation(Rule):
     the graph's private memory pool.
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ttnn.zeros(...)`)
-    run during the warm-up and are not reported.
+    run during the warm-up and are not reported, nor the next input of the re-allocation
+    idiom (see TRC302).
 
     ## Why is this bad?
     Everything a trace touches must be allocated before the capture: replay reuses the
@@ -163,9 +168,16 @@ class FreedTraceBuffer(Rule):
     ## What it does
     Flags `ttnn.deallocate(t)` / `t.deallocate()` of a tensor the trace uses: a trace input
     (made before the region and used in it) or a trace output (made in the region and read
-    after it: returned, stored, or used after the end), inside the region or after it while
-    the trace can still be executed (before `release_trace`). Freeing an intermediate made
-    and last used inside the region is fine.
+    after it: returned, stored, or used after the end; an attribute the captured work stores
+    it in, `self.out = model(x)`, included), inside the region or after it while the trace
+    can still be executed (before `release_trace`; another capture in between does not end
+    that). A call of a project helper that frees what it is handed (`deallocate_outputs(outs)`,
+    any number of frames down) is such a free, reported on the call with the steps down to
+    the `deallocate`. Fine: freeing an intermediate made and last used inside the region,
+    a value a loop made in the same turn (even where the same name is returned after the
+    region), and the re-allocation idiom: a trace input freed during the capture (in the
+    region, or by the captured work: a model freeing its input) and a tensor allocated in
+    its place later in the region and kept as the next input (neither TRC302 nor TRC301).
 
     ## Why is this bad?
     Replay reads and writes the exact buffers recorded at capture. Once one is freed, the
@@ -189,9 +201,69 @@ class FreedTraceBuffer(Rule):
                 return out
             """,
             lines=(7,),
-        )
+        ),
+        Invalid(
+            """
+            import ttnn
+
+            def deallocate_outputs(outs):
+                for t in outs:
+                    ttnn.deallocate(t)
+
+            def run(device, model, x, steps):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    outs = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                deallocate_outputs(outs)  # frees the trace outputs through the helper
+                for _ in range(steps):
+                    ttnn.execute_trace(device, tid, cq_id=0)
+            """,
+            lines=(14,),
+        ),
     ]
     VALID = [
+        Valid(
+            """
+            import ttnn
+
+            def run(device, x, n):
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    for _ in range(n):
+                        y = ttnn.relu(x)
+                        y.deallocate()  # the value made in this turn
+                    y = ttnn.relu(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                return y
+            """
+        ),
+        Valid(
+            """
+            import ttnn
+
+            class Model:
+                def __call__(self, x):
+                    y = ttnn.relu(x)
+                    ttnn.deallocate(x)  # the model frees its input
+                    return y
+
+            def capture(device, model: Model, host, spec):
+                model(ttnn.to_device(host, device))
+                x = ttnn.to_device(host, device)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                    x = ttnn.allocate_tensor_on_device(spec, device)  # the next input, where the freed one was
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out, x
+            """
+        ),
         Valid(
             """
             import ttnn
@@ -215,13 +287,15 @@ class FreedTraceBuffer(Rule):
     def check_region(self, region: Region) -> None:
         module = region.module
         before, read_in, bound_in, read_after = region_accesses(region)
-        # Attribute chains have no value tracking: an input is read and not bound in the region.
+        # Attribute chains have no value tracking: an input is read and not bound in the
+        # region; an output is bound in it, lexically or by the captured work it calls
+        # (`self._decode(x)` storing `self.out`).
         chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
-        chain_outputs = {key for key in bound_in if "." in key}
+        chain_outputs = {key for key in bound_in if "." in key} | work_stores(region, self.facts)
         reallocated = reallocations(region, self.facts)
-        for node, target in frees(region, self.facts):
-            key = chain_key(target)
-            if key is None or id(node) in reallocated:
+        for free in frees(region, self.facts):
+            node, key = free.call, free.key
+            if id(node) in reallocated:
                 continue
             position = module.start(node)
             if position < region.start:
@@ -236,59 +310,121 @@ class FreedTraceBuffer(Rule):
                 places = {binding_place(region, b) for b in values}
                 if "before" in places and key in input_names(region):
                     kind = "input"
+                elif "inside" in places and made_in_this_iteration(region, node, values):
+                    kind = None  # a loop's own value, freed in the turn that made it
                 elif "inside" in places and (after or made_in_region_and_read_after(region, key, values)):
                     kind = "output"
                 else:
                     kind = None  # an intermediate of the region, or a value made after it
             if kind is not None:
-                self.report(node, f"`{key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory", module=module)
+                self.report(node, self._message(free, kind), module=module, chain=self._chain(region, free))
+
+    @staticmethod
+    def _message(free: "Free", kind: str) -> str:
+        if not free.steps:
+            return f"`{free.key}` is a trace {kind}; freeing it while the trace can still be executed lets replay touch freed memory"
+        what = f"the elements of `{free.key}`" if free.shown.endswith("[]") else f"`{free.shown}`"
+        return f"this call frees {what}, a trace {kind}, while the trace can still be executed; replay touches freed memory"
+
+    @staticmethod
+    def _chain(region: Region, free: "Free") -> list[Related]:
+        """From the capture down to the free, for a free through a helper."""
+        if not free.steps:
+            return []
+        begin = region.module.range(region.begin).start
+        out = [Related(region.module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`")]
+        for step in free.steps[1:]:
+            start = step.module.range(step.node).start
+            out.append(Related(step.module.display_path, Location(start.line, start.column + 1), step.message))
+        return out
 
 
-def frees(region: Region, facts: ProgramFacts) -> list[tuple[cst.Call, cst.BaseExpression]]:
-    """`ttnn.deallocate(t)` and `t.deallocate()` calls in the function, with what they free."""
+@dataclass(frozen=True)
+class Free:
+    """A free in the function holding a region: `ttnn.deallocate(t)`, `t.deallocate()`, or a
+    call of a helper that frees what it is handed (`key`: the value freed, `shown`: the path as
+    the summary has it, `steps`: from the call down to the free, through a helper)."""
+
+    call: cst.Call
+    key: str
+    shown: str
+    steps: tuple = ()
+
+
+def frees(region: Region, facts: ProgramFacts) -> list[Free]:
+    """The frees of the function holding the region, direct and through helpers."""
     cached = getattr(region, "_frees", None)
     if cached is not None:
         return cached
-    api = tables().ttnn
-    module = region.module
+    function = region.function
     out = []
-    for node in iter_body_nodes(region.function):
+    for node in iter_body_nodes(function):
         if not isinstance(node, cst.Call):
             continue
-        name = facts.qualified_name(node.func, module, region.function)
-        if name in api.deallocate and node.args:
-            out.append((node, node.args[0].value))
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods and name is None:
-            out.append((node, node.func.value))
+        target = facts.freed_expression(node, function)
+        if target is not None:
+            key = chain_key(target)
+            if key is not None:
+                out.append(Free(node, key, key))
+            continue
+        for freed in facts.call_frees(node, function):
+            key = container_of(freed.path)
+            if "[" not in key:
+                out.append(Free(node, key, freed.path, freed.steps))
     region._frees = out  # type: ignore[attr-defined]
     return out
 
 
+def work_stores(region: Region, facts: ProgramFacts) -> set[str]:
+    """Attributes the captured work called in the region assigns (`self.out`)."""
+    found: set[str] = set()
+    for node in iter_body_nodes(region.function):
+        if isinstance(node, cst.Call) and region.contains(node):
+            found |= {p for p in facts.call_stores(node, region.function) if "[" not in p}
+    return found
+
+
+def made_in_this_iteration(region: Region, free: cst.Call, values) -> bool:
+    """Every value the freed name can hold there was made in a loop of the region holding
+    the free, in the same turn (nothing reaches it around the loop or from before it)."""
+    module = region.module
+    for loop in loops(region.function):
+        if not (region.contains(loop) and within(module, free, loop)):
+            continue
+        if values and all(b.kind != "param" and within(module, b.node, loop) for b in values):
+            return True
+    return False
+
+
 def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
-    """The documented L1-input idiom: a trace input freed in the region and a tensor
-    allocated under the same name later in the region, before anything reads it: ids of
-    both calls (neither TRC302 nor TRC301)."""
+    """The documented re-allocation idiom: a trace input freed during the capture (in the
+    region or in the captured work it calls: a model freeing its input) and a tensor
+    allocated in its place later in the region, before anything reads it, and kept as the
+    next input (stored, or read after the end): ids of both calls (neither TRC302 nor
+    TRC301)."""
     cached = getattr(region, "_reallocations", None)
     if cached is not None:
         return cached
     module = region.module
     found: set[int] = set()
     inputs = input_names(region)
-    for free, target in frees(region, facts):
-        key = chain_key(target)
-        if key is None or not region.contains(free):
+    _, _, _, read_after = region_accesses(region)
+    for free in frees(region, facts):
+        key = free.key
+        if not region.contains(free.call):
             continue
         if "." not in key and key not in inputs:
             continue
-        free_at = module.end(free)
+        free_at = module.end(free.call)
         for access in accesses(region.function):
             if access.key != key or access.position <= free_at or access.position >= region.stop:
                 continue
             if access.kind == "read":
                 break  # read again before anything new is bound to it
             value = assigned_value(access.statement)
-            if isinstance(value, cst.Call) and allocates(facts, value, region):
-                found.update((id(free), id(value)))
+            kept = "." in key or key in read_after
+            if isinstance(value, cst.Call) and kept and allocates(facts, value, region):
+                found.update((id(free.call), id(value)))
             break
     region._reallocations = found  # type: ignore[attr-defined]
     return found

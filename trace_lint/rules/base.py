@@ -84,12 +84,16 @@ class Rule:
         # The whole-program facts: regions, calls, effects, names, modules.
         self.facts = facts
 
-    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None) -> None:
-        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.report.fixes)."""
+    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None, chain: Optional[list] = None) -> None:
+        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.report.fixes);
+        `chain`: steps (`Related`) from the node down to what it does (a helper's free)."""
         context = getattr(self, "context", None)
         if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
             return
-        self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix)
+        if chain:
+            self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix, chain=chain)
+        else:
+            self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix)
 
     def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
         """Report at a position rather than a node (a file that did not parse)."""

@@ -17,7 +17,7 @@ from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
 from ..semantic.tensors import TensorFacts
-from ..capture.values import assigned_value, executed_after, input_names, loops, same_trace, within
+from ..capture.values import assigned_value, executed_after, input_names, loops, runs_after_region, same_trace, within
 from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
@@ -485,7 +485,26 @@ class StaleTraceInput(Rule):
                     ttnn.execute_trace(device, tid, cq_id=0)
                 return out
             """
-        )
+        ),
+        Valid(
+            """
+            import ttnn
+
+            def serve(device, model, x, use_trace, host):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                if not use_trace:
+                    x = ttnn.from_torch(host, device=device)  # the eager path: never replayed after
+                    out = model(x)
+                else:
+                    ttnn.execute_trace(device, tid, cq_id=0)
+                return out
+            """
+        ),
     ]
 
     def check_region(self, region: Region) -> None:
@@ -509,6 +528,18 @@ def _runs_before(function: FunctionInfo, node: cst.CSTNode, site: cst.CSTNode) -
     return False
 
 
+def conditional_capture(region: Region) -> bool:
+    """`tid = begin(...) if capture else None`, or a begin under an `if` that does not hold the
+    end: the same statements run eagerly when the condition is false."""
+    module = region.module
+    for ancestor in module.ancestors(region.begin, stop=region.function.node):
+        if isinstance(ancestor, cst.IfExp):
+            return True
+        if isinstance(ancestor, cst.If) and (region.end is None or not within(module, region.end, ancestor)):
+            return True
+    return False
+
+
 class MissingWarmUp(Rule):
     """
     ## What it does
@@ -518,9 +549,13 @@ class MissingWarmUp(Rule):
     eager branch of "first call eager, second call captured"), not in a caller before it
     calls the capturing function, not in a function that caller ran earlier (a sibling:
     `setup(): self._warmup(); self._capture()`), and not inside any of those, any number of
-    frames down. A call matches by its resolved target or by the same expression, with the
-    capturing function's parameters replaced by the caller's arguments. Calls of host
-    helpers (no device work) are not judged. A capture helper's callable is judged at each
+    frames down (`self._decode_step(x)` whose body runs `self.model.decode(x)`). A run after
+    the region is no warm-up. A call matches by its resolved target, by the same expression
+    with the capturing function's parameters replaced by the caller's arguments, or by what
+    it runs (the user callables and launching functions it reaches, from its summary).
+    Calls of helpers that launch no device program (host helpers; helpers that only
+    allocate, copy into preallocated buffers, alias or compare addresses) are not judged,
+    nor the work of a conditional capture, whose eager path runs it. A capture helper's callable is judged at each
     call site; a helper nobody in the project calls is not judged (its callers own the
     warm-up). For `with torch.cuda.graph(g):` it is reported on the `with` item; callables
     given to `torch.cuda.make_graphed_callables` warm up themselves.
@@ -565,8 +600,50 @@ class MissingWarmUp(Rule):
             """,
             lines=(6,),
         ),
+        Invalid(
+            """
+            import ttnn
+
+            class Model:
+                def __call__(self, x):
+                    return ttnn.relu(x)
+
+            def capture(device, x):
+                model = Model()
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                model(x)  # after the capture: no warm-up
+                return tid, out
+            """,
+            lines=(9,),
+        ),
     ]
     VALID = [
+        Valid(
+            """
+            import ttnn
+
+            class Generator:
+                def __init__(self, model, device):
+                    self.model = model
+                    self.device = device
+
+                def _decode_step(self, x):
+                    return self.model.decode(x)
+
+                def capture(self, x):
+                    self._decode_step(x)  # runs `self.model.decode` one frame down
+                    tid = ttnn.begin_trace_capture(self.device, cq_id=0)
+                    try:
+                        out = self.model.decode(x)
+                    finally:
+                        ttnn.end_trace_capture(self.device, tid, cq_id=0)
+                    return tid, out
+            """
+        ),
         Valid(
             """
             import ttnn
@@ -641,8 +718,8 @@ class MissingWarmUp(Rule):
                 continue  # host helpers are not judged
             func = node.func
             root = func
-            while isinstance(root, cst.Attribute):
-                root = root.value
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value  # `self.model[i].decode`: an element's method is user work too
             if isinstance(func, cst.Name) and self.facts.qualified_name(func, module, function) is None:
                 if not self._bound_to_library(func, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
@@ -692,9 +769,11 @@ class MissingWarmUp(Rule):
 
         return bool(reaching) and all(b.kind in ("assign", "annassign") and b.value is not None and library(b.value) for b in reaching)
 
-    def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list) -> bool:
+    def _matches(self, caller: FunctionInfo, candidate: cst.Call, text: str, targets: list, work: frozenset = frozenset()) -> bool:
         if caller.module.normalized(candidate.func) == text:
             return True
+        if work and work <= self.facts.call_runs(candidate, caller):
+            return True  # it runs all the work, frames down (`self._decode_step(x)`)
         found = self.facts.targets(candidate, caller)
         if targets and same_work(targets, found):
             return True
@@ -732,18 +811,19 @@ class MissingWarmUp(Rule):
                 return True
         return False
 
-    def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region], before: Optional[cst.Call] = None) -> bool:
+    def _warmed_in(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region], before: Optional[cst.Call] = None, work: frozenset = frozenset()) -> bool:
         """The same work runs in the function outside the capture (before `before`, when
-        given: the site in a caller), directly or frames down."""
+        given: the site in a caller), directly or frames down; a run only after the region
+        is no warm-up."""
         seen: set = set()
         for node in iter_body_nodes(function):
             if not isinstance(node, cst.Call) or node is call or node is before:
                 continue
-            if exclude is not None and exclude.contains(node):
+            if exclude is not None and (exclude.contains(node) or runs_after_region(exclude, node)):
                 continue
             if before is not None and not _runs_before(function, node, before):
                 continue
-            if self._matches(function, node, text, targets):
+            if self._matches(function, node, text, targets, work):
                 return True
             if targets and any(self._runs_below(t.function, t.self_class, targets, 1, seen) for t in self.facts.targets(node, function)):
                 return True
@@ -770,26 +850,32 @@ class MissingWarmUp(Rule):
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
 
-    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region]) -> bool:
+    def _warm(self, function: FunctionInfo, call: cst.Call, text: str, targets: list, exclude: Optional[Region], before: Optional[cst.Call] = None) -> bool:
         """The same work runs on a path before the capture: elsewhere in the function, in a
         caller before it calls the capturing function (or in a function that caller ran
-        earlier: a sibling), two callers up at most, any number of frames down."""
-        if self._warmed_in(function, call, text, targets, exclude):
+        earlier: a sibling), two callers up at most, any number of frames down. The work is
+        matched by the call's text, its resolved targets, or what it runs (its summary: the
+        user callables and launching functions it reaches, moved into each caller's frame)."""
+        work = self.facts.call_work(call, function)
+        if self._warmed_in(function, call, text, targets, exclude, before=before, work=work):
             return True
-        frontier = [(function, text)]
+        frontier = [(function, text, work)]
         for _level in range(2):
             next_frontier = []
-            for callee, callee_text in frontier:
+            for callee, callee_text, callee_work in frontier:
                 for caller, site in self._callers_of(callee):
                     substituted = self._substitute(callee_text, callee, caller, site) if callee_text is not None else None
-                    if self._warmed_in(caller, site, substituted if substituted is not None else "\0", targets, None, before=site):
+                    moved = self.facts.move_up(callee_work, site, caller, callee)
+                    if self._warmed_in(caller, site, substituted if substituted is not None else "\0", targets, None, before=site, work=moved):
                         return True
-                    next_frontier.append((caller, None))
+                    next_frontier.append((caller, None, moved))
             frontier = next_frontier
         return False
 
     def unwarmed_calls(self, region: Region) -> list[cst.Call]:
         function = region.function
+        if conditional_capture(region):
+            return []  # its eager path (the condition false) runs the same work
         return [
             call
             for call in self._region_work(region)
@@ -846,6 +932,31 @@ class MissingWarmUp(Rule):
                     return True
         return False
 
+    def _constructed_and_warmed(self, site) -> bool:
+        """A class helper's instance runs its callable through a method that does not capture
+        (`executor.compile(x)`) before a capturing method is called on it
+        (`executor.capture(x)`): a `create_pipeline`-style runner."""
+        helper, caller = site.helper, site.caller
+        if helper.cls is None or caller is None:
+            return False
+        statement = caller.module.parent(site.call)
+        if not isinstance(statement, cst.Assign) or statement.value is not site.call or len(statement.targets) != 1:
+            return False
+        instance = caller.module.normalized(statement.targets[0].target)
+        capturing = {id(m) for m in helper.capturing_methods}
+        stored = {f"{instance}.{attribute}" for attribute in helper.stored}
+        calls = [
+            node for node in caller.nodes
+            if type(node) is cst.Call and isinstance(node.func, cst.Attribute) and caller.module.normalized(node.func.value) == instance
+        ]
+        captures = [c for c in calls if any(id(t.function) in capturing for t in self.facts.targets(c, caller))]
+        capture_ids = {id(c) for c in captures}
+        warm_ups = [
+            c for c in calls
+            if id(c) not in capture_ids and self.facts.targets(c, caller) and stored & self.facts.call_runs(c, caller)
+        ]
+        return bool(captures) and all(any(_runs_before(caller, w, c) for w in warm_ups) for c in captures)
+
     def check_project(self) -> None:
         sites = self.facts.capture_helper_sites()
         if not sites:
@@ -853,7 +964,7 @@ class MissingWarmUp(Rule):
         kinds = {id(r.function): r.kind for r in self.facts.regions}
         for site in sites:
             caller = site.caller
-            if caller is None or self._helper_warms_itself(site.helper):
+            if caller is None or self._helper_warms_itself(site.helper) or self._constructed_and_warmed(site):
                 continue  # module-level call sites: nothing to compare with
             module = site.module
             if isinstance(site.target.node, cst.Lambda):
@@ -861,13 +972,13 @@ class MissingWarmUp(Rule):
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
-                    if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None)
+                    if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None, before=site.call)
                 ]
                 if not missing:
                     continue
                 shown = module.code(missing[0].func)
             else:
-                if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None):
+                if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
                 shown = module.code(site.argument)
             kind = kinds.get(id(site.helper.function), "ttnn")
@@ -880,9 +991,11 @@ class MissingTraceRegion(Rule):
     Flags `ttnn.open_device` / `ttnn.open_mesh_device` called without a `trace_region_size`,
     or with `trace_region_size=0`, when the device it opens reaches a capture: captured in the
     same function, passed to a function that captures with it (a constructor storing it on
-    `self` included), or returned or yielded (a pytest fixture) to code that does. A device
-    opened for code that never captures is not reported, nor a size or a device passed
-    through `**kwargs` (unknown).
+    `self` included), or returned or yielded (a pytest fixture) to code that does. A
+    fixture reaches the tests and fixtures requesting it where pytest would give it to them:
+    in its own module or below its folder, and not where a nearer fixture of the same name
+    is found. A device opened for code that never captures is not reported, nor a size or a
+    device passed through `**kwargs` (unknown).
 
     ## Why is this bad?
     Traces live in a dedicated region of device memory whose size is fixed when the device
@@ -1132,11 +1245,33 @@ class DeviceReach:
         name = _fixture_name(function)
         if name is None:
             return self._returned_captures(function, depth, field)
+        # pytest finds a fixture from the tests of its own folder and below (a conftest.py) or
+        # of its module: a fixture of the same name elsewhere is another device.
+        folder = function.module.path.parent
         for module in self.facts.modules_mentioning(name.encode()):
+            if module is not function.module and not module.path.is_relative_to(folder):
+                continue
+            if module is not function.module and self._shadowed(name, folder, module):
+                continue
             module.load()
             for candidate in module.iter_functions((name,)):
-                if name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
+                # Only tests and other fixtures request fixtures: a function that merely has
+                # a parameter of that name (`capture(device, ...)`) is not given it.
+                requests = candidate.name.startswith("test") or _fixture_name(candidate) is not None
+                if requests and name in candidate.params and self._name_captures(candidate, name, depth + 1, field):
                     return True
+        return False
+
+    def _shadowed(self, name: str, folder, module) -> bool:
+        """A fixture of the same name nearer to the test module (in itself, or in a
+        conftest.py of a folder between) is the one its tests get."""
+        between = [p for p in module.path.parents if p != folder and p.is_relative_to(folder)]
+        for candidate in self.facts.modules_mentioning(name.encode()):
+            if candidate is not module and not (candidate.path.name == "conftest.py" and candidate.path.parent in between):
+                continue
+            candidate.load()
+            if any(_fixture_name(f) == name for f in candidate.iter_functions((name,))):
+                return True
         return False
 
     # -- small questions -----------------------------------------------------------------------

@@ -5,9 +5,12 @@
 project predicate given a tensor reads its value only if its body does.
 
 `reaches_device_work`: the function (or a function it calls, transitively, as resolved)
-calls a ttnn or torch op, or calls a callable the analysis cannot see (a parameter, a local,
-an attribute of `self`: user code that may launch device work). Host helpers (logging,
-bookkeeping) reach none.
+calls a ttnn or torch op that launches a device program, or calls a callable the analysis
+cannot see (a parameter, a local, an attribute of `self`: user code that may launch device
+work). Host helpers (logging, bookkeeping) reach none, nor helpers that only allocate, copy
+into preallocated buffers, free, alias or read host metadata (RULES.md "Summaries").
+
+`summaries`: what a call does to what it is handed (frees, stores, runs), per function.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import libcst as cst
 from ..core.api_tables import tables
 from .calls import CallResolver, Target
 from .project import FunctionInfo
+from .summaries import Summaries
 
 _FRAMEWORKS = ("ttnn.", "torch.")
 # How many frames down a summary follows calls.
@@ -31,6 +35,7 @@ class Effects:
         self.project = resolver.project
         self._device: dict[tuple[int, int], bool] = {}
         self._reads: dict[tuple[int, str], bool] = {}
+        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program)
 
     def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
         key = (id(function), parameter)
@@ -58,11 +63,21 @@ class Effects:
     def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
         name = self.project.qualified_name(call.func, function.module, function)
         if name is not None and name.startswith(_FRAMEWORKS):
-            return name not in tables().torch.no_device_work
+            return self.launches_program(call, function)
         targets = self.resolver.resolve_all(call, function, self_class)
         if targets:
             return any(self.reaches_device_work(t, depth + 1) for t in targets)
         return self.unseen_user_callable(call, function)
+
+    def launches_program(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """A framework call that launches a device program: not an allocation, a copy into a
+        preallocated buffer, a free, an alias or a query (`ttnn.allocate_tensor_on_device`,
+        `ttnn.copy_host_to_device_tensor`, `torch.cuda.current_stream`)."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        if name is None or not name.startswith(_FRAMEWORKS):
+            return False
+        table = tables()
+        return name not in table.torch.no_device_work and name not in table.ttnn.no_device_program
 
     def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
         """A use of the name's value, not only of its host metadata."""

@@ -1,0 +1,109 @@
+"""What a callee does to what it is handed (RULES.md "Summaries"), through the real CLI: frees
+through helpers, helpers that launch no device program, warm-ups frames down, the
+re-allocation idiom wherever the free happens, per-iteration frees, stale inputs judged on
+the flow, and the trace region of the devices that reach a capture. Exact (file, line, code)
+sets, both directions: the false findings gone, the hazards reported with their chains."""
+
+from __future__ import annotations
+
+import json
+
+from .cli_helpers import FIXTURES, finding_set, run_cli
+
+PROJECTS = FIXTURES / "helper_effects"
+
+
+def findings_json(path):
+    result = run_cli("check", str(path), "--output-format", "json")
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return json.loads(result.stdout)
+
+
+def test_reallocation_idiom_with_the_free_frames_down():
+    # The model frees its input two frames down (model.py:7); the region then allocates the
+    # next input and keeps it (realloc_runner.py:22 on `self`, :35 a local read after the end): no
+    # TRC301, no TRC302. Without the re-allocation (`freed_and_not_replaced`) the model's free
+    # of the trace input is TRC302 on the call that holds it, line 48.
+    assert finding_set(PROJECTS / "reallocation") == {("realloc_runner.py", 48, "TRC302")}
+
+
+def test_per_iteration_frees_are_intermediates():
+    # `y = op(x); y.deallocate()` in a loop frees the value made in that iteration, guarded
+    # (`if i != n - 1:`) or not, though `y` is returned after the second region (lines 9,
+    # 18). A value carried from before the region into the loop is a trace input (line 30).
+    assert finding_set(PROJECTS / "iteration_frees") == {
+        ("loops.py", 17, "TRC201"),
+        ("loops.py", 30, "TRC302"),
+    }
+
+
+def test_warm_ups_frames_down():
+    # `self._decode_step(x)` runs `self.model.decode` two frames down (line 20 warmed), and
+    # `self._layer_step(x, 0)` runs `self.model[layer].decode` (line 28); a different method
+    # is not warmed (38, 47). The executor's `compile()` runs the model before `capture()`
+    # runs it through `self._run` (pipeline.py, siblings in `Pipeline.setup`). A class
+    # helper's instance whose `compile()` runs the stored callable before `capture()` is
+    # warm (executor_pipeline.py:28); without the compile step it is not (line 36).
+    assert finding_set(PROJECTS / "warm_up_below") == {
+        ("generator.py", 38, "TRC404"),
+        ("generator.py", 47, "TRC404"),
+        ("executor_pipeline.py", 36, "TRC404"),
+    }
+
+
+def test_helpers_that_launch_no_device_program_need_no_warm_up():
+    # Copying into a preallocated buffer, allocating, comparing addresses and aliasing
+    # launch no program: no TRC404 on lines 9 and 23 (the copy and the allocation are still
+    # TRC101 and TRC301 in captured code). A helper running an op does (line 29). The eager
+    # path of a conditional capture is its warm-up (line 47).
+    assert finding_set(PROJECTS / "no_program_helpers") == {
+        ("captures.py", 29, "TRC404"),
+        ("program_helpers.py", 6, "TRC301"),
+        ("program_helpers.py", 10, "TRC101"),
+    }
+
+
+def test_a_call_after_the_region_is_no_warm_up():
+    # Line 11: the only other run comes after the capture; lines 61 and 67: after the call
+    # of a capture helper (a lambda's work, a function). A run later in a loop (the next
+    # turn), the eager branch of an `if` and a run before the helper call are warm-ups.
+    assert finding_set(PROJECTS / "warm_up_after") == {
+        ("capture.py", 11, "TRC404"),
+        ("capture.py", 61, "TRC404"),
+        ("capture.py", 67, "TRC404"),
+    }
+
+
+def test_stale_input_judged_on_the_flow():
+    # The rebinding on the other branch from the replay (line 12) is never followed by it;
+    # in a loop (line 28) the next turn replays the old buffer.
+    assert finding_set(PROJECTS / "stale_branches") == {("serve.py", 28, "TRC403")}
+
+
+def test_trace_outputs_freed_by_a_helper_then_replayed():
+    # `deallocate_outputs(outs)` right after the end, then replays (line 13); two frames down
+    # (line 39); after `release_trace` it is fine (line 29).
+    found = findings_json(PROJECTS / "outputs_freed")
+    assert {(item["filename"].rsplit("/", 1)[-1], item["location"]["row"], item["code"]) for item in found} == {
+        ("test_model.py", 13, "TRC302"),
+        ("test_model.py", 39, "TRC302"),
+    }
+    chains = {item["location"]["row"]: [(r["filename"].rsplit("/", 1)[-1], r["location"]["row"]) for r in item["related"]] for item in found}
+    # The chain goes from the capture down to the free: the helper's `ttnn.deallocate(t)`.
+    assert chains[13] == [("test_model.py", 8), ("output_cleanup.py", 6)]
+    assert chains[39] == [("test_model.py", 34), ("output_cleanup.py", 10), ("output_cleanup.py", 6)]
+
+
+def test_trace_outputs_kept_on_an_attribute_freed_before_another_capture():
+    # Capture A keeps its output in `self.out` (captured work, `_decode`); a helper frees it
+    # before capture B while trace A is still executed on alternate turns (line 29). After
+    # `release_trace` the same free is fine (line 51).
+    assert finding_set(PROJECTS / "outputs_on_attribute") == {("attribute_runner.py", 29, "TRC302")}
+
+
+def test_trace_region_only_for_the_fixture_whose_tests_capture():
+    # Three `device` fixtures of one name: the one of traced/ (its test captures) needs a
+    # trace region; not the one of other/ (its tests never capture), nor the top one, whose
+    # tests (eager/) never capture: traced/ has its own, and `trace_runner.capture(device,
+    # ...)` is no test requesting a fixture.
+    assert finding_set(PROJECTS / "device_folders") == {("traced/conftest.py", 7, "TRC405")}

@@ -1,0 +1,346 @@
+"""Per-function summaries: what a call does to what it is handed (RULES.md "Summaries").
+
+Each summary is computed from the function's resolved body, transitively through the calls
+the resolver can pin, and never from names or text:
+
+- `frees(function)`: the parameters it frees, or elements or attributes of them
+  (`def deallocate_outputs(outs): for t in outs: ttnn.deallocate(t)` frees `outs[]`), each
+  with the steps down to the free;
+- `stores(function)`: the attributes of its parameters it assigns (`self.out = ...`);
+- `runs(function)`: the calls it makes, as paths from its parameters (`self.model[].decode`)
+  and as the project functions reached (`fn:module.qualname`), any number of frames down.
+
+A path is a parameter name followed by attributes and `[]` for an element
+(`runner.out`, `outs[]`). At a call site, a callee's paths are moved into the caller's frame
+through the arguments that fill the parameters; a path whose parameter the call does not
+fill (`*args`, a new instance) is dropped: unknown, so nothing depends on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional
+
+import libcst as cst
+
+from ..core.api_tables import tables
+from .project import FunctionInfo, ModuleInfo
+
+if TYPE_CHECKING:
+    from .calls import CallResolver, Target
+
+# How many frames down a summary follows calls.
+_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step down to an effect: a call made, or the effect's own statement."""
+
+    module: ModuleInfo
+    node: cst.CSTNode
+    message: str
+
+
+@dataclass(frozen=True)
+class Freed:
+    """A free a call makes: the path freed (in the frame asked about), and the steps down to
+    the `deallocate`, the free itself last."""
+
+    path: str
+    steps: tuple[Step, ...]
+
+
+def path_of(expr: cst.BaseExpression, function: Optional[FunctionInfo] = None, depth: int = 0) -> Optional[str]:
+    """`outs`, `self.model[].decode`: a name followed by attributes and subscripts (any index
+    is `[]`); with the function, a local bound only by a loop over a path is an element of
+    it (`for t in outs: ... t` is `outs[]`), and one bound only to a path is that path."""
+    if isinstance(expr, cst.Name):
+        if function is not None and depth < 4:
+            bound = _bound_path(expr, function, depth)
+            if bound is not None:
+                return bound
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = path_of(expr.value, function, depth)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    if isinstance(expr, cst.Subscript):
+        base = path_of(expr.value, function, depth)
+        return f"{base}[]" if base is not None else None
+    return None
+
+
+def _bound_path(name: cst.Name, function: FunctionInfo, depth: int) -> Optional[str]:
+    bindings = function.bindings
+    if not bindings.binds(name.value):
+        return None
+    reaching = bindings.reaching(name.value, name)
+    found: set[Optional[str]] = set()
+    for binding in reaching:
+        if binding.kind == "param":
+            found.add(name.value)
+        elif binding.kind == "loop" and binding.value is not None:
+            base = path_of(binding.value, function, depth + 1)
+            found.add(f"{base}[]" if base is not None else None)
+        elif binding.kind in ("assign", "annassign") and binding.value is not None and isinstance(binding.value, (cst.Name, cst.Attribute, cst.Subscript)):
+            found.add(path_of(binding.value, function, depth + 1))
+        else:
+            found.add(None)
+    if len(found) == 1:
+        (only,) = found
+        return only
+    return None
+
+
+def root_of(path: str) -> str:
+    end = len(path)
+    for mark in (".", "["):
+        index = path.find(mark)
+        if index != -1:
+            end = min(end, index)
+    return path[:end]
+
+
+def container_of(path: str) -> str:
+    """The value a free of this path frees a buffer of: `outs[]` -> `outs`."""
+    while path.endswith("[]"):
+        path = path[:-2]
+    return path
+
+
+class Summaries:
+    def __init__(self, resolver: "CallResolver", user_callable: Callable[[cst.Call, FunctionInfo], bool], launches: Callable[[cst.Call, FunctionInfo], bool]):
+        self.resolver = resolver
+        self.project = resolver.project
+        # A call of something unresolved that is user code (`self.model(x)`, `step()`), and a
+        # framework call that launches a device program: the two kinds of work to warm up.
+        self._user_callable = user_callable
+        self._launches = launches
+        self._work: dict[tuple[int, int], frozenset[str]] = {}
+        # Per call site (the call nodes live as long as the run's parsed modules).
+        self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
+        self._frees: dict[int, tuple[Freed, ...]] = {}
+        self._stores: dict[int, frozenset[str]] = {}
+        self._runs: dict[tuple[int, int], frozenset[str]] = {}
+
+    # -- moving paths between frames ---------------------------------------------------------
+    def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
+        return self.resolver.resolve_all(call, function)
+
+    def to_caller(self, path: str, call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> Optional[str]:
+        """The callee's path in the caller's frame, or None when the call does not fill its
+        parameter."""
+        root = root_of(path)
+        if root not in callee.params:
+            return None
+        receiver, arguments = self.resolver.arguments(call, caller, callee)
+        if root == receiver:
+            func = call.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            if callee.name == "__init__" and called != "__init__":
+                return None  # a construction: the receiver is the new instance
+            if isinstance(func, cst.Attribute) and called == callee.name:
+                base = path_of(func.value, caller)  # `obj.method(...)`
+            else:
+                base = path_of(func, caller)  # an instance called: `model(x)`, `self.block(x)`
+        elif root in arguments:
+            base = path_of(arguments[root], caller)
+        else:
+            return None
+        return None if base is None else base + path[len(root):]
+
+    # -- frees -------------------------------------------------------------------------------
+    def frees(self, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
+        """What the function frees of its parameters, transitively."""
+        key = id(function)
+        if key in self._frees:
+            return self._frees[key]
+        if depth > _DEPTH:
+            return ()
+        self._frees[key] = ()  # a cycle frees nothing more
+        parameters = set(function.params)
+        found: list[Freed] = []
+        for node in function.nodes:
+            if type(node) is not cst.Call:
+                continue
+            direct = self.freed_expression(node, function)
+            if direct is not None:
+                path = path_of(direct, function)
+                if path is not None and root_of(path) in parameters:
+                    found.append(Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
+                continue
+            for freed in self.call_frees(node, function, depth + 1):
+                if root_of(freed.path) in parameters:
+                    found.append(freed)
+        result = self._frees[key] = tuple(found)
+        return result
+
+    def call_frees(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
+        """The frees a call of a project function makes, as paths of the caller's frame (a
+        call that can run several functions frees only what each of them frees)."""
+        targets = self._sole_targets(call, function)
+        if len(targets) != 1:
+            return ()
+        callee = targets[0].function
+        out = []
+        for freed in self.frees(callee, depth):
+            path = self.to_caller(freed.path, call, function, callee)
+            if path is not None:
+                step = Step(function.module, call, f"`{function.qualname}` calls `{callee.qualname}`")
+                out.append(Freed(path, (step, *freed.steps)))
+        return tuple(out)
+
+    def freed_expression(self, call: cst.Call, function: FunctionInfo) -> Optional[cst.BaseExpression]:
+        """What a `ttnn.deallocate(t)` or `t.deallocate()` call frees."""
+        api = tables().ttnn
+        name = self.project.qualified_name(call.func, function.module, function)
+        if name in api.deallocate and call.args:
+            return call.args[0].value
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in api.deallocate_methods and name is None:
+            if not self.resolver.resolve_all(call, function):
+                return call.func.value
+        return None
+
+    # -- stores ------------------------------------------------------------------------------
+    def stores(self, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
+        """Attributes of its parameters the function assigns, transitively."""
+        key = id(function)
+        if key in self._stores:
+            return self._stores[key]
+        if depth > _DEPTH:
+            return frozenset()
+        self._stores[key] = frozenset()
+        parameters = set(function.params)
+        found: set[str] = set()
+        for node in function.nodes:
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    for element in _elements(target):
+                        if isinstance(element, cst.Attribute):
+                            path = path_of(element)
+                            if path is not None and root_of(path) in parameters:
+                                found.add(path)
+            elif type(node) is cst.Call:
+                found |= {p for p in self.call_stores(node, function, depth + 1) if root_of(p) in parameters}
+        result = self._stores[key] = frozenset(found)
+        return result
+
+    def call_stores(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
+        """The attributes a call assigns, as paths of the caller's frame."""
+        out: set[str] = set()
+        for target in self._sole_targets(call, function):
+            for path in self.stores(target.function, depth):
+                moved = self.to_caller(path, call, function, target.function)
+                if moved is not None:
+                    out.add(moved)
+        return frozenset(out)
+
+    # -- runs --------------------------------------------------------------------------------
+    def runs(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+        """The calls the function makes, any number of frames down: paths from its
+        parameters (`self.model[].decode`) and the project functions reached (`fn:...`);
+        `self_class`: the class of `self` in it, where known."""
+        key = (id(function), id(self_class))
+        if key in self._runs:
+            return self._runs[key]
+        if depth > _DEPTH:
+            return frozenset()
+        self._runs[key] = frozenset()
+        parameters = set(function.params)
+        found: set[str] = set()
+        for node in function.nodes:
+            if type(node) is cst.Call:
+                found |= {r for r in self.call_runs(node, function, self_class, depth + 1) if r.startswith("fn:") or root_of(r) in parameters}
+        result = self._runs[key] = frozenset(found)
+        return result
+
+    def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+        """What a call runs, in the caller's frame: its own callee's path, the functions it
+        reaches and what they run."""
+        key = (id(call), id(self_class))
+        found = self._call_runs.get(key)
+        if found is None:
+            found = self._call_runs[key] = self._moved_runs(call, function, self_class, depth)
+        return found
+
+    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class, depth: int) -> frozenset[str]:
+        out: set[str] = set()
+        own = path_of(call.func)
+        if own is not None:
+            out.add(own)
+        for target in self.resolver.resolve_all(call, function, self_class):
+            callee = target.function
+            out.add(function_key(callee))
+            for run in self.runs(callee, target.self_class, depth):
+                if run.startswith("fn:"):
+                    out.add(run)
+                    continue
+                moved = self.to_caller(run, call, function, callee)
+                if moved is not None:
+                    out.add(moved)
+        return frozenset(out)
+
+    def work(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+        """The work a call of the function must have run before for its programs to be
+        compiled: the function itself where it launches a framework program, and the user
+        callables it calls that the analysis cannot see into (paths from its parameters),
+        any number of frames down."""
+        key = (id(function), id(self_class))
+        if key in self._work:
+            return self._work[key]
+        if depth > _DEPTH:
+            return frozenset({"\0"})  # too deep to know: never matched
+        self._work[key] = frozenset()
+        found: set[str] = set()
+        for node in function.nodes:
+            if type(node) is not cst.Call:
+                continue
+            if self.resolver.resolve_all(node, function, self_class):
+                found |= self.call_work(node, function, self_class, depth + 1)
+            elif self._launches(node, function):
+                found.add(function_key(function))
+            elif self._user_callable(node, function):
+                path = path_of(node.func)
+                found.add(path if path is not None and root_of(path) in function.params else "\0")
+        result = self._work[key] = frozenset(found)
+        return result
+
+    def call_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+        """The work a call does, in the caller's frame (see `work`); an unresolved call is
+        its own callee's path."""
+        targets = self.resolver.resolve_all(call, function, self_class)
+        if not targets:
+            path = path_of(call.func)
+            return frozenset({path}) if path is not None else frozenset({"\0"})
+        out: set[str] = set()
+        for target in targets:
+            out |= self.move_up(self.work(target.function, target.self_class, depth), call, function, target.function)
+        return frozenset(out)
+
+    def move_up(self, paths: frozenset[str], call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> frozenset[str]:
+        """Paths of the callee's frame in the caller's (`fn:` keys stay); a path the call
+        does not fill is dropped, so a set holding one cannot be matched."""
+        out = set()
+        for path in paths:
+            if path.startswith("fn:"):
+                out.add(path)
+                continue
+            moved = self.to_caller(path, call, caller, callee)
+            out.add(moved if moved is not None else "\0")
+        return frozenset(out)
+
+
+def function_key(function: FunctionInfo) -> str:
+    return f"fn:{function.full_name}"
+
+
+def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = []
+        for element in target.elements:
+            out.extend(_elements(element.value))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _elements(target.value)
+    return [target]
