@@ -25,6 +25,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -45,6 +46,8 @@ DEBOUNCE_SECONDS = 0.5
 PYTHON_SUFFIXES = (".py", ".pyi")
 # Suppressing these with `# noqa` means nothing: a parse error, or a stale suppression itself.
 NOT_SUPPRESSIBLE = ("TRC001", "TRC002")
+# Error messages remembered so each is shown once (they name documents: bounded).
+MAX_SHOWN_ERRORS = 256
 # The code action that applies every safe fix of a document (editors run it on save).
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 
@@ -73,9 +76,24 @@ class _Project:
     settings: Settings
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls 2 files the future of every notification it runs through one of its generator
+    handlers (didOpen, didChange, didClose, ...) under a fresh id in `_request_futures` and
+    never removes it: about 1.5 KB for every keystroke the editor sends. A notification's
+    future is dropped once it is done; requests keep pygls' own bookkeeping."""
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if callback != self._check_handler_result:  # a request: answered, then popped by pygls
+            return
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _done: self._request_futures.pop(msg_id, None))
+
+
 class TraceLintServer(LanguageServer):
     def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
-        super().__init__("trace-lint", __version__)
+        super().__init__("trace-lint", __version__, protocol_cls=_Protocol)
         self.debounce = debounce
         self.checked: dict[str, _Checked] = {}
         self._pending: dict[str, asyncio.Task] = {}
@@ -145,6 +163,8 @@ class TraceLintServer(LanguageServer):
     def report_failure(self, message: str, details: str = "") -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
         if message not in self._shown_errors:  # tell the user once, not on every keystroke
+            if len(self._shown_errors) >= MAX_SHOWN_ERRORS:
+                self._shown_errors.clear()  # bounded: a long session's errors are not kept forever
             self._shown_errors.add(message)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"trace-lint: {message}"))
 
