@@ -1,6 +1,6 @@
 """Where do workers pay? The wall time -j1 and -jN would take on an idle machine, estimated from
 CPU times (which a busy machine inflates far less than wall times), for the thresholds in
-trace_lint/parallel.py (MIN_CANDIDATE_BYTES, MIN_SHARE_BYTES).
+trace_lint/driver/parallel.py (MIN_CANDIDATE_BYTES, MIN_SHARE_BYTES).
 
     python bench/jobs_estimate.py [--models 10 40] [--jobs 2]
 
@@ -24,8 +24,8 @@ _ONE_RUN = """
 import resource, sys, time
 from pathlib import Path
 from trace_lint import parallel
-from trace_lint.checker import check
-from trace_lint.config import load_settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import load_settings
 
 root, jobs = Path(sys.argv[1]), int(sys.argv[2])
 own, candidate_bytes = [], []

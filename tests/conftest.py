@@ -6,8 +6,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.analyzer import engine as engine_module
-from trace_lint.cache import ResultCache
-from trace_lint.checker import check
-from trace_lint.config import load_settings
+from trace_lint.capture import engine as engine_module
+from trace_lint.driver.cache import ResultCache
+from trace_lint.driver.checker import check
+from trace_lint.core.config import load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -177,7 +177,7 @@ def _edits(text: str, callee: str) -> list[str]:
 @pytest.mark.parametrize("group_bytes", [None, 1], ids=["default groups", "a group per file"])
 @pytest.mark.parametrize("fixture", ["semantic", "interprocedural", "revised_rules", "torch_rules"])
 def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, group_bytes, tmp_path, monkeypatch):
-    from trace_lint import parallel
+    from trace_lint.driver import parallel
 
     if group_bytes is not None:
         # Every candidate file its own engine run: an edit reruns only the runs it touches.
@@ -210,7 +210,7 @@ def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, g
 
 
 def _seal(data: dict) -> str:
-    from trace_lint.cache import findings_digest
+    from trace_lint.driver.cache import findings_digest
 
     data["digest"] = findings_digest([data[k] for k in ("hashes", "groups", "facts")])
     return json.dumps(data)
@@ -296,7 +296,7 @@ def capture_{n}(device, x):
 def test_files_read_only_by_worker_processes_are_dependent(group_bytes, tmp_path, monkeypatch):
     import multiprocessing
 
-    from trace_lint import parallel
+    from trace_lint.driver import parallel
 
     if group_bytes is not None:
         monkeypatch.setattr(parallel, "GROUP_BYTES", group_bytes)  # groups spread over the workers
@@ -336,7 +336,7 @@ def test_suppressions_apply_to_a_reused_analysis_without_parsing_again(project, 
     assert [(f[0], f[1], f[2]) for f in first[0]] == [("pkg/model.py", 6, "TRC002")]
     runs = EngineRuns(monkeypatch)
     parsed = []
-    from trace_lint.analyzer import project as project_module
+    from trace_lint.semantic import project as project_module
 
     real = project_module.ModuleInfo.load
 
@@ -373,7 +373,7 @@ def _groups_of_record(cache_folder: Path) -> list[list[str]]:
 
 
 def test_an_edit_reruns_only_the_groups_it_touches(tmp_path, monkeypatch):
-    from trace_lint import parallel
+    from trace_lint.driver import parallel
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file
     root = _captures_project(tmp_path / "project", 4)
@@ -418,7 +418,7 @@ def helper_0(x):
 
 
 def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path, monkeypatch):
-    from trace_lint import parallel
+    from trace_lint.driver import parallel
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file, but for imports
     root = _package(tmp_path / "project", {"capture_0.py": CAPTURE.format(n=0), "graph_user.py": GRAPH_USER, "helpers_0.py": SHARED})
@@ -433,8 +433,8 @@ def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path,
 @pytest.mark.parametrize("fixture", ["interprocedural", "revised_rules"])  # several groups each
 def test_shared_parses_change_no_finding(fixture, tmp_path, monkeypatch):
     # The same grouped runs with each copy of the project parsing for itself.
-    from trace_lint import parallel
-    from trace_lint.analyzer.project import SharedParses
+    from trace_lint.driver import parallel
+    from trace_lint.semantic.project import SharedParses
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)
     root = tmp_path / fixture
@@ -450,7 +450,7 @@ def test_files_with_the_same_text_in_one_engine_run_give_the_uncached_findings(t
     # Groups in one process share each file's parse (`project.SharedParses`, keyed by the
     # file as well as the text); two files of one project with the same text, both loaded
     # by one engine run.
-    from trace_lint import parallel
+    from trace_lint.driver import parallel
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)  # a group per candidate file, but for imports
     root = _package(tmp_path / "project", {})
@@ -468,8 +468,8 @@ def test_files_with_the_same_text_in_one_engine_run_give_the_uncached_findings(t
 
 
 def test_groups_keep_files_that_import_one_another_together(monkeypatch):
-    from trace_lint import parallel
-    from trace_lint.parallel import plan_groups
+    from trace_lint.driver import parallel
+    from trace_lint.driver.parallel import plan_groups
 
     assert plan_groups([10, 10, 10, 10], target=25) == [[0, 1], [2, 3]]
     # 0 and 3 import one another: one group, even over the target; neighbours fill the rest.
@@ -480,7 +480,7 @@ def test_groups_keep_files_that_import_one_another_together(monkeypatch):
 
 
 def test_imports_are_read_from_the_text():
-    from trace_lint.analyzer.text_index import imported_modules
+    from trace_lint.frontend.text_index import imported_modules
 
     text = b"import os, pkg.a as a\nfrom . import sibling as s\nfrom .tools import (x,\n    y)\nfrom ..up import z  # c\n"
     assert imported_modules(text, "pkg.sub.mod", False) == {

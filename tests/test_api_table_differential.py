@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.api_tables import tables
+from trace_lint.core.api_tables import tables
 from trace_lint.runtime_guard import api
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 
 from .cli_helpers import run_cli
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint import __version__, cache as cache_module
-from trace_lint.cache import ResultCache, findings_digest
-from trace_lint.checker import check
-from trace_lint.config import load_settings
+from trace_lint import __version__
+from trace_lint.driver import cache as cache_module
+from trace_lint.driver.cache import ResultCache, findings_digest
+from trace_lint.driver.checker import check
+from trace_lint.core.config import load_settings
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from gen_tree import generate  # noqa: E402
@@ -195,7 +196,7 @@ def test_special_files_in_place_of_an_entry(tmp_path, tree, plain, kind):
     loads = Loads(cache)
     # Bounded: a FIFO or a device must not make the run wait or read forever.
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, json; from pathlib import Path; from trace_lint.cache import ResultCache; from trace_lint.checker import check; from trace_lint.config import load_settings;"
+        [sys.executable, "-c", "import sys, json; from pathlib import Path; from trace_lint.driver.cache import ResultCache; from trace_lint.driver.checker import check; from trace_lint.core.config import load_settings;"
          "t = Path(sys.argv[1]); r = check([t], load_settings(t), cache=ResultCache(Path(sys.argv[2]))); print(json.dumps([f.to_json() for f in r.findings]))",
          str(tree), str(cache.folder)],
         capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),

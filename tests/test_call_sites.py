@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trace_lint.analyzer.discovery import discover, display_path, module_name
-from trace_lint.analyzer.engine import Engine
-from trace_lint.analyzer.project import ModuleInfo, Project
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.frontend.discovery import discover, display_path, module_name
+from trace_lint.capture.engine import Engine
+from trace_lint.semantic.project import ModuleInfo, Project
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 from trace_lint.rules import ALL_RULES
 
 TIMING = """\

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from trace_lint.config import RULE_CODES, ConfigError, Settings, glob_problem, read_config_file, with_cli_overrides
+from trace_lint.core.config import OPT_IN_CODES, RULE_CODES, ConfigError, Settings, glob_problem, read_config_file, with_cli_overrides
 from trace_lint.rules import BY_CODE, selected_codes
 
 
 def test_rule_codes_match_the_rule_catalogue():
     # config.py keeps its own list so that a run with nothing to analyse never imports the rules.
     assert set(RULE_CODES) == set(BY_CODE)
+    assert set(OPT_IN_CODES) == {code for code, rule in BY_CODE.items() if not rule.default_enabled}
 
 
 def write(tmp_path, body: str):
@@ -63,7 +64,7 @@ def test_cli_overrides_replace_and_extend():
 
 
 def test_trace_lint_toml_is_found_and_wins_in_its_folder(tmp_path):
-    from trace_lint.config import find_config_file, load_settings
+    from trace_lint.core.config import find_config_file, load_settings
 
     (tmp_path / "pkg").mkdir()
     write(tmp_path, 'select = ["TRC1"]\n')

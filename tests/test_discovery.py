@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.analyzer.discovery import discover
-from trace_lint.config import Settings
+from trace_lint.frontend.discovery import discover
+from trace_lint.core.config import Settings
 
 FILES = (
     "src/model.py",

@@ -1,4 +1,4 @@
-"""Rules read the analysis through `analyzer/facts.py` (ProgramFacts, RuleContext) only: no
+"""Rules read the analysis through `capture/facts.py` (ProgramFacts, RuleContext) only: no
 rule reaches the engine, the call resolver or the project, and none asks by table name the
 questions the framework plug-ins answer (what begins or ends a capture, a tensor's methods)."""
 
@@ -14,7 +14,7 @@ RULES_DIR = Path(trace_lint.rules.__file__).parent
 # The engine's internals, whatever a rule names them by.
 FORBIDDEN_ATTRIBUTES = {"analysis", "engine", "_engine", "resolver", "project"}
 FORBIDDEN_NAMES = {"Engine", "CallResolver", "Project"}
-FORBIDDEN_MODULES = {"analyzer.engine", "analyzer.calls.CallResolver"}
+FORBIDDEN_MODULES = {"capture.engine", "semantic.calls.CallResolver"}
 # Table entries whose question `ProgramFacts` asks the plug-ins (`begins_capture`,
 # `ends_capture`, `is_tensor_method`).
 FRAMEWORK_QUESTIONS = {"capture_begin", "capture_end", "graph_context", "graph_begin_methods", "graph_end_methods", "tensor_methods"}
@@ -48,7 +48,7 @@ def test_no_rule_reaches_the_engine():
 def test_the_check_sees_what_it_forbids():
     """The shapes rules used before the facts interface are caught."""
     old = '''
-from ..analyzer.engine import Engine, RuleContext
+from ..capture.engine import Engine, RuleContext
 
 class R(Rule):
     def check_project(self):
@@ -61,8 +61,8 @@ def reads(context, call):
 '''
     found = reaches_past_the_facts(old)
     assert {line.split(": ", 1)[1] for line in found} == {
-        "from analyzer.engine import Engine",
-        "from analyzer.engine import RuleContext",
+        "from capture.engine import Engine",
+        "from capture.engine import RuleContext",
         ".analysis",
         ".project",
         ".resolver",

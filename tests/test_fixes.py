@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.fixes import apply_edit_list
-from trace_lint.analyzer.findings import Edit, Location
+from trace_lint.report.fixes import apply_edit_list
+from trace_lint.core.findings import Edit, Location
 
 from .cli_helpers import run_cli
 

@@ -4,9 +4,9 @@ captures are; none of them names ttnn or torch itself."""
 from __future__ import annotations
 
 from trace_lint import frameworks
-from trace_lint.analyzer.prefilter import prefilter_for
-from trace_lint.api_tables import tables
-from trace_lint.config import Settings
+from trace_lint.frameworks import prefilter_for
+from trace_lint.core.api_tables import tables
+from trace_lint.core.config import Settings
 from trace_lint.frameworks import FRAMEWORKS, Framework
 
 from tests.conftest import findings_for
@@ -29,7 +29,7 @@ class RecorderFramework(Framework):
         return ["recorder.capture"]
 
     def regions(self, project, function, settings):
-        from trace_lint.analyzer.cuda_graphs import find_cuda_graph_regions
+        from trace_lint.frameworks.torch.regions import find_cuda_graph_regions
 
         return find_cuda_graph_regions(project, function, ("recorder.capture",))
 

@@ -28,8 +28,8 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from trace_lint.checker import check
-from trace_lint.config import Settings, load_settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings, load_settings
 
 from .cli_helpers import FIXTURES, run_cli
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 
 from .cli_helpers import FIXTURES, finding_set, run_cli
 

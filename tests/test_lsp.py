@@ -17,7 +17,7 @@ from pygls.protocol import default_converter  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
 
-from trace_lint.analyzer.findings import Edit, Location  # noqa: E402
+from trace_lint.core.findings import Edit, Location  # noqa: E402
 from trace_lint.lsp.positions import split_lines  # noqa: E402
 from trace_lint.lsp.server import text_edit  # noqa: E402
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from trace_lint.lsp.noqa import suppression_edit
+from trace_lint.report.suppression_edits import suppression_edit
 from trace_lint.lsp.positions import from_client, split_lines, to_client
 
 from .conftest import findings_for

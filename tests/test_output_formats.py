@@ -4,15 +4,16 @@ needs), GitHub workflow annotations and JUnit XML."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-from trace_lint.analyzer.findings import Finding, Location, Related
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.core.findings import Finding, Location, Related
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 from trace_lint.output import OutputContext, formatters
 from trace_lint.output.github import annotation
 from trace_lint.rules import ALL_RULES
@@ -172,15 +173,15 @@ def test_github_annotations_for_real_findings(tmp_path, monkeypatch):
     assert len(lines) == len(findings)
     parsed = [_parse_annotation(line) for line in lines]
     by_title = {props["title"]: (command, props, data) for command, props, data in parsed}
-    command, props, data = by_title["TRC103"]
+    command, props, data = by_title["trace-lint (TRC103)"]
     assert command == "error"
     start = MAIN.splitlines()[9].index("ttnn.synchronize_device") + 1
     assert props == {
         "file": "my project/pkg/main.py", "line": "10", "col": str(start), "endLine": "10",
-        "endColumn": str(start + len("ttnn.synchronize_device(device)")), "title": "TRC103",
+        "endColumn": str(start + len("ttnn.synchronize_device(device)")), "title": "trace-lint (TRC103)",
     }
     assert data.splitlines()[0] == findings[[f.code for f in findings].index("TRC103")].message
-    assert "my project/pkg/main.py:9" in by_title["TRC102"][2]  # the call chain
+    assert "my project/pkg/main.py:9" in by_title["trace-lint (TRC102)"][2]  # the call chain
 
 
 def test_github_escapes_data_and_properties():
@@ -205,7 +206,7 @@ def test_github_escapes_data_and_properties():
 def test_github_multi_line_spans_have_no_columns():
     finding = Finding(code="TRC201", message="m", filename="a.py", location=Location(3, 5), end_location=Location(6, 2))
     _command, props, _data = _parse_annotation(annotation(finding, "a.py"))
-    assert props == {"file": "a.py", "line": "3", "endLine": "6", "title": "TRC201"}
+    assert props == {"file": "a.py", "line": "3", "endLine": "6", "title": "trace-lint (TRC201)"}
 
 
 # -- JUnit ---------------------------------------------------------------------------------------
@@ -239,3 +240,84 @@ def test_junit_without_findings_is_one_passing_case():
     assert suite.get("failures") == "0"
     [case] = suite.findall("testcase")
     assert case.find("failure") is None
+
+
+# -- grouped, pylint, gitlab, rdjson; the code frame after wide characters -------------------
+def cli_output(project: Path, fmt: str) -> str:
+    from .cli_helpers import run_cli
+
+    result = run_cli("check", "--no-cache", "--output-format", fmt, ".", cwd=project)
+    assert result.returncode == 1, result.stderr.decode()
+    return result.stdout.decode("utf-8")
+
+
+WIDE = (
+    "import ttnn\n\n\ndef run(device, x):\n"
+    "    tid = ttnn.begin_trace_capture(device, cq_id=0)\n"
+    "    try:\n"
+    "        名前 = 'データ'; y = ttnn.to_torch(x)\n"
+    "    finally:\n"
+    "        ttnn.end_trace_capture(device, tid, cq_id=0)\n"
+    "    return y, 名前\n"
+)
+
+
+def wide_project(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "wide.py").write_text(WIDE, encoding="utf-8")
+    return tmp_path
+
+
+def test_code_frame_caret_sits_under_the_call_after_wide_characters(tmp_path):
+    text = cli_output(wide_project(tmp_path), "full")
+    lines = text.splitlines()
+    code_line = next(i for i, line in enumerate(lines) if "ttnn.to_torch" in line and "|" in line)
+    caret_line = lines[code_line + 1]
+    # Each CJK character takes two terminal columns: 名前 and データ are 4 + 6 columns wide.
+    source = lines[code_line].split("| ", 1)[1]
+    prefix = source[: source.index("ttnn.to_torch")]
+    columns = len(prefix) + sum(1 for c in prefix if ord(c) > 0x2E80)
+    caret = caret_line.split("| ", 1)[1]
+    assert caret.index("^") == columns
+    assert caret.count("^") == len("ttnn.to_torch(x)")
+
+
+def test_grouped_and_pylint_formats(tmp_path):
+    project = wide_project(tmp_path)
+    grouped = cli_output(project, "grouped").splitlines()
+    assert grouped[0] == "wide.py:"
+    assert re.match(r"^  7:\d+ +TRC102 `ttnn.to_torch`", grouped[1])
+    assert grouped[-1] == "Found 1 error."
+    assert cli_output(project, "pylint").splitlines() == [
+        "wide.py:7: [TRC102] `ttnn.to_torch` reads a device tensor back to the host inside a capture; read it after `execute_trace`"
+    ]
+
+
+def test_gitlab_code_quality_report(tmp_path):
+    project = write_chain_package(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    issues = json.loads(cli_output(project, "gitlab"))
+    assert issues
+    for issue in issues:
+        # The fields GitLab's Code Quality widget requires, with its severity names.
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["severity"] in ("info", "minor", "major", "critical", "blocker")
+        assert issue["description"].startswith(issue["check_name"] + ": ")
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+        assert not issue["location"]["path"].startswith(("/", "./"))
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    assert {"pkg/main.py", "pkg/helpers.py"} == {issue["location"]["path"] for issue in issues}
+
+
+def test_rdjson_diagnostic_result_with_utf8_byte_columns(tmp_path):
+    result = json.loads(cli_output(wide_project(tmp_path), "rdjson"))
+    assert result["source"]["name"] == "trace-lint"
+    [diagnostic] = result["diagnostics"]
+    assert diagnostic["severity"] in ("ERROR", "WARNING", "INFO")
+    assert diagnostic["code"]["value"] == "TRC102"
+    assert diagnostic["location"]["path"] == "wide.py"
+    start, end = diagnostic["location"]["range"]["start"], diagnostic["location"]["range"]["end"]
+    line = WIDE.splitlines()[6]
+    byte_column = len(line[: line.index("ttnn.to_torch")].encode("utf-8")) + 1
+    assert start == {"line": 7, "column": byte_column}
+    assert end == {"line": 7, "column": byte_column + len("ttnn.to_torch(x)")}

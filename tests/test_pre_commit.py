@@ -166,3 +166,24 @@ def test_staged_files_are_checked_with_the_whole_project_around_them(tmp_path: P
     caught = pre_commit(project, hook)
     assert caught.returncode == 1, caught.stdout + caught.stderr
     assert "pkg/helpers.py:5:12: TRC102" in caught.stdout
+
+
+def test_pre_commit_agrees_with_check_dot_under_nested_configs(tmp_path: Path, hook: dict):
+    """bench/ has its own config ignoring TRC102; its files sort first, so a run that took
+    the first file's config for all of them passed over src/'s finding."""
+    project = new_project(tmp_path / "project", hook)
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.trace-lint]\n', encoding="utf-8")
+    for folder in ("bench", "src"):
+        (project / folder).mkdir()
+        (project / folder / "run.py").write_text(BAD, encoding="utf-8")
+    (project / "bench" / "pyproject.toml").write_text('[tool.trace-lint]\nignore = ["TRC102"]\n', encoding="utf-8")
+    git("add", "-A", cwd=project)
+
+    hooked = pre_commit(project, hook, "--all-files")
+    assert hooked.returncode == 1, hooked.stdout + hooked.stderr
+    from .cli_helpers import run_cli
+
+    direct = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=project)
+    found = sorted(line for line in direct.stdout.decode().splitlines() if ": TRC" in line)
+    assert found == ["src/run.py:7:13: TRC102 `ttnn.to_torch` reads a device tensor back to the host inside a capture; read it after `execute_trace`"]
+    assert sorted(line for line in hooked.stdout.splitlines() if ": TRC" in line) == found

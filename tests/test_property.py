@@ -9,8 +9,8 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 
 RULES_ALL = Settings(select=("ALL",))
 # About 76 s: `-m "not slow"` leaves them out; the default run keeps them.

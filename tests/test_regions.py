@@ -6,8 +6,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from trace_lint.analyzer.project import ModuleInfo, Project
-from trace_lint.analyzer.regions import find_regions
+from trace_lint.semantic.project import ModuleInfo, Project
+from trace_lint.frameworks.ttnn.regions import find_regions
 
 
 def _regions(source: str):

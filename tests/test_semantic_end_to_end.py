@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.analyzer.engine import Engine
-from trace_lint.analyzer.module_names import module_names, source_roots
-from trace_lint.analyzer.project import ModuleInfo, Project
-from trace_lint.config import Settings
+from trace_lint.capture.engine import Engine
+from trace_lint.semantic.module_names import module_names, source_roots
+from trace_lint.semantic.project import ModuleInfo, Project
+from trace_lint.core.config import Settings
 from trace_lint.rules import ALL_RULES
 
 from .cli_helpers import FIXTURES, finding_set

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from trace_lint.analyzer.calls import CallResolver
-from trace_lint.analyzer.module_names import module_names, source_roots
-from trace_lint.analyzer.project import FunctionInfo, ModuleInfo, Project
+from trace_lint.semantic.calls import CallResolver
+from trace_lint.semantic.module_names import module_names, source_roots
+from trace_lint.semantic.project import FunctionInfo, ModuleInfo, Project
 
 
 def make_project(tmp_path: Path, files: dict[str, str], roots=None) -> Project:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint import parallel
-from trace_lint.analyzer.prefilter import prefilter_for
-from trace_lint.analyzer.project import ModuleInfo
-from trace_lint.cache import ResultCache
-from trace_lint.checker import check
-from trace_lint.config import Settings, load_settings
+from trace_lint.driver import parallel
+from trace_lint.frameworks import prefilter_for
+from trace_lint.semantic.project import ModuleInfo
+from trace_lint.driver.cache import ResultCache
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings, load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
@@ -106,9 +106,9 @@ def test_only_definitions_that_can_start_captured_code_are_parsed(text, expected
 
 def test_prefilter_misses_no_root_in_the_fixtures(monkeypatch):
     """Every module in which an unfiltered engine finds a capture region or root is admitted."""
-    from trace_lint.analyzer.engine import Engine
-    from trace_lint.analyzer.discovery import discover, display_path, module_name
-    from trace_lint.analyzer.project import ModuleInfo, Project
+    from trace_lint.capture.engine import Engine
+    from trace_lint.frontend.discovery import discover, display_path, module_name
+    from trace_lint.semantic.project import ModuleInfo, Project
     from trace_lint.rules import ALL_RULES
 
     checked = 0
@@ -209,7 +209,7 @@ def test_warm_run_does_not_import_libcst(tmp_path):
     tree = generate(tmp_path / "tree", 2)
     script = (
         "import sys\nfrom pathlib import Path\n"
-        "from trace_lint.cache import ResultCache\nfrom trace_lint.checker import check\nfrom trace_lint.config import load_settings\n"
+        "from trace_lint.driver.cache import ResultCache\nfrom trace_lint.driver.checker import check\nfrom trace_lint.core.config import load_settings\n"
         f"tree = Path({str(tree)!r})\n"
         "result = check([tree], load_settings(tree), cache=ResultCache(Path(sys.argv[1])))\n"
         "print(len(result.findings), 'libcst' in sys.modules)\n"
@@ -243,7 +243,7 @@ def test_a_tree_without_capture_code_is_checked_without_libcst(tmp_path):
     (tree / "pkg" / "model.py").write_text("import torch\n\n\ndef forward(x):\n    return torch.relu(x).item()\n")
     script = (
         "import sys\nfrom pathlib import Path\n"
-        "from trace_lint.checker import check\nfrom trace_lint.config import load_settings\n"
+        "from trace_lint.driver.checker import check\nfrom trace_lint.core.config import load_settings\n"
         "tree = Path(sys.argv[1])\n"
         "result = check([tree], load_settings(tree))\n"
         "print(len(result.findings), result.files_checked, 'libcst' in sys.modules, 'trace_lint.rules' in sys.modules)\n"
@@ -276,9 +276,9 @@ def test_tool_fingerprint_changes_when_trace_lint_itself_is_edited():
     import os
     from pathlib import Path
 
-    import trace_lint.cache as cache_module
+    import trace_lint.driver.cache as cache_module
 
-    source = Path(cache_module.__file__).resolve().parent / "rules" / "base.py"
+    source = Path(cache_module.__file__).resolve().parent.parent / "rules" / "base.py"
     before = os.stat(source)
     cache_module._TOOL_FINGERPRINT.clear()
     first = cache_module.tool_fingerprint()

@@ -68,7 +68,8 @@ def test_file_level_noqa_before_first_statement(tmp_path):
     source = "# trace-lint: noqa\n" + HEAD + "        y = ttnn.to_torch(x)\n" + TAIL
     assert findings_for(source, tmp_path) == []
     late = HEAD + "        y = ttnn.to_torch(x)\n" + TAIL + "# trace-lint: noqa\n"
-    assert _rows(findings_for(late, tmp_path)) == [(8, "TRC102")]
+    # Too late to apply: the finding stays, and the directive is reported as doing nothing.
+    assert _rows(findings_for(late, tmp_path)) == [(8, "TRC102"), (11, "TRC002")]
 
 
 def test_unused_disable_and_unknown_codes(tmp_path):
@@ -103,3 +104,41 @@ def test_file_level_noqa_with_codes_that_suppress_nothing_is_trc002(tmp_path):
     findings = findings_for(source, tmp_path)
     assert _rows(findings) == [(1, "TRC002")]
     assert "unknown code `TRC999`" in findings[0].message and "unused suppression of `TRC101`" in findings[0].message
+
+
+# -- suppressions that silently did nothing, through the real CLI ---------------------------
+def _cli_rows(tmp_path, source: str) -> list[tuple[int, str, str]]:
+    import json
+    import subprocess
+
+    from .cli_helpers import run_cli
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.py").write_text(source, encoding="utf-8")
+    result = run_cli("check", "--no-cache", "--output-format", "json", "a.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr.decode()
+    return sorted((f["location"]["row"], f["code"], f["message"]) for f in json.loads(result.stdout))
+
+
+def test_misspelt_codes_are_reported(tmp_path):
+    source = HEAD + (
+        "        a = ttnn.to_torch(x)  # noqa: trc102\n"
+        "        b = ttnn.to_torch(x)  # noqa: TRC1O2\n"
+        "        c = ttnn.to_torch(x)  # trace-lint: ignore[trc102]\n"
+        "        d = ttnn.to_torch(x)  # noqa: TRC102  # why: trc102 in prose is fine\n"
+    ) + TAIL
+    rows = _cli_rows(tmp_path, source)
+    assert [(row, code) for row, code, _ in rows] == [(8, "TRC002"), (8, "TRC102"), (9, "TRC002"), (9, "TRC102"), (10, "TRC002"), (10, "TRC102")]
+    messages = {row: message for row, code, message in rows if code == "TRC002"}
+    assert "`trc102` is not a code (codes are upper case: `TRC102`)" in messages[8]
+    assert "`TRC1O2` is not a code (a letter where a digit belongs: `TRC102`?)" in messages[9]
+    assert "`# trace-lint: ignore[...]`" in messages[10]
+
+
+def test_file_level_noqa_where_it_has_no_effect_is_reported(tmp_path):
+    inside = HEAD + "        # trace-lint: noqa\n        y = ttnn.to_torch(x)\n" + TAIL
+    rows = _cli_rows(tmp_path, inside)
+    assert [(row, code) for row, code, _ in rows] == [(8, "TRC002"), (9, "TRC102")]
+    assert "file-level `# trace-lint: noqa` after the first statement has no effect" in rows[0][2]
+    last = HEAD + "        y = ttnn.to_torch(x)\n" + TAIL + "# trace-lint: noqa"
+    assert [(row, code) for row, code, _ in _cli_rows(tmp_path, last)] == [(8, "TRC102"), (11, "TRC002")]

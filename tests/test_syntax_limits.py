@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from trace_lint.analyzer import syntax_limits
-from trace_lint.analyzer.project import ModuleInfo, Project
-from trace_lint.checker import check
-from trace_lint.config import Settings
+from trace_lint.frontend import syntax_limits
+from trace_lint.semantic.project import ModuleInfo, Project
+from trace_lint.driver.checker import check
+from trace_lint.core.config import Settings
 
 from .cli_helpers import run_cli
 
@@ -216,7 +216,7 @@ def _check_with_prefilter(monkeypatch, paths, settings, mode: str):
 
 
 def test_prefilter_off_gives_the_same_findings_on_the_fixtures(monkeypatch):
-    from trace_lint.config import load_settings
+    from trace_lint.core.config import load_settings
 
     from .cli_helpers import FIXTURES
 

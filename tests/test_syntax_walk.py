@@ -11,10 +11,10 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from trace_lint.analyzer import project as project_module
-from trace_lint.analyzer.project import ModuleInfo
-from trace_lint.analyzer.suppressions import statement_first_lines
-from trace_lint.analyzer.syntax_walk import TRIVIA, parse_module, positions, preorder
+from trace_lint.semantic import project as project_module
+from trace_lint.semantic.project import ModuleInfo
+from trace_lint.report.suppressions import statement_first_lines
+from trace_lint.frontend.syntax_walk import TRIVIA, parse_module, positions, preorder
 
 ROOT = Path(__file__).parent.parent
 
@@ -86,7 +86,7 @@ def _corpus() -> list[tuple[str, str]]:
     files = [
         *sorted((ROOT / "tests" / "fixtures").rglob("*.py")),
         *sorted((ROOT / "examples").rglob("*.py")),
-        ROOT / "trace_lint" / "analyzer" / "project.py",
+        ROOT / "trace_lint" / "semantic" / "project.py",
         ROOT / "trace_lint" / "rules" / "lifecycle.py",
         Path(inspect.getfile(ast)),
         Path(inspect.getfile(inspect)),

@@ -9,7 +9,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from trace_lint.checker import project_root
+from trace_lint.driver.checker import project_root
 
 from .cli_helpers import CHAIN_HELPERS as HELPERS, run_cli
 
@@ -122,8 +122,10 @@ def test_project_root_is_the_config_folder_then_the_repository_then_the_folder(t
     assert project_root(file) == repo.resolve()
     (repo / "sub" / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.trace-lint]\n', encoding="utf-8")
     assert project_root(file) == (repo / "sub").resolve()
+    # A config further down decides only what is reported under it (hierarchical
+    # configuration): the project stays the outermost configured folder in the repository.
     (repo / "sub" / "deeper" / "trace-lint.toml").write_text("", encoding="utf-8")
-    assert project_root(file) == (repo / "sub" / "deeper").resolve()
+    assert project_root(file) == (repo / "sub").resolve()
     loose = tmp_path / "loose"
     loose.mkdir()
     assert project_root(loose / "b.py") == loose.resolve()

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import cli_path
-from trace_lint import parallel
-from trace_lint.checker import check
-from trace_lint.config import load_settings
+from trace_lint.driver import parallel
+from trace_lint.driver.checker import check
+from trace_lint.core.config import load_settings
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from gen_tree import generate  # noqa: E402
@@ -113,7 +113,7 @@ def test_workers_die_with_their_leader(tree, tmp_path):
 
 _WATCHED = """
 import multiprocessing, os, sys, time
-from trace_lint.parallel import die_with_leader
+from trace_lint.driver.parallel import die_with_leader
 
 def child(leader, ready):
     die_with_leader(leader, use_prctl=False)
@@ -192,8 +192,25 @@ def test_auto_jobs_run_serially_on_busy_or_small_work(monkeypatch):
     assert parallel.planned_jobs(parallel.AUTO, [share] * 20) == 1
 
 
-def test_idle_cpus_follow_the_load(monkeypatch):
+def test_idle_cpus_follow_the_cpus_idle_time_now(monkeypatch):
     monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(parallel, "IDLE_SAMPLE_SECONDS", 0)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 0, 0))  # a minute ago: busy
+    samples = iter([(100, 1000), (100 + 390, 1000 + 400)])  # now: 3.9 of 4 CPUs idle
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: next(samples))
+    assert parallel.idle_cpus() == 4
+    samples = iter([(100, 1000), (100 + 150, 1000 + 400)])  # 1.5 of 4 idle
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: next(samples))
+    assert parallel.idle_cpus() == 2
+    samples = iter([(100, 1000), (100, 1000 + 400)])  # none idle
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: next(samples))
+    assert parallel.idle_cpus() == 1
+
+
+def test_idle_cpus_follow_the_load_without_proc_stat(monkeypatch):
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: None)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0, 0))
     assert parallel.idle_cpus() == 4
     monkeypatch.setattr(os, "getloadavg", lambda: (2.6, 0, 0))

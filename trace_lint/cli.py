@@ -12,13 +12,15 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .config import ConfigError, load_settings, split_codes, with_cli_overrides
+from .core.config import ConfigError, inline_config, load_settings, split_codes, with_cli_overrides
 
 app = typer.Typer(
     name="trace-lint",
     help="Find code that is unsafe inside TT-NN trace captures and CUDA graphs.",
     no_args_is_help=True,
-    add_completion=False,
+    # Shell completion: `trace-lint --install-completion` / `--show-completion SHELL`.
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     # Plain click help and errors: no boxes, no `<bool>` placeholders.
     rich_markup_mode=None,
@@ -38,7 +40,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main_options(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Show the version and exit."),
 ) -> None:
     """Find code that is unsafe inside TT-NN trace captures and CUDA graphs."""
 
@@ -50,39 +52,64 @@ def _fail(message: str) -> "typer.Exit":
 
 @app.command()
 def check(
+    ctx: typer.Context,
     # Described in the docstring: typer would print a `<list[str]>` type beside its help.
-    paths: List[str] = typer.Argument(None, metavar="PATH", hidden=True, show_default=False),
+    paths: List[str] = typer.Argument(None, metavar="[PATH]...", hidden=True, show_default=False),
     select: List[str] = typer.Option([], "--select", metavar="CODES", help="Rule codes or prefixes to enable (replaces the default set); ALL for every rule.", show_default=False),
     extend_select: List[str] = typer.Option([], "--extend-select", metavar="CODES", help="Rule codes or prefixes to enable on top of the selection.", show_default=False),
     ignore: List[str] = typer.Option([], "--ignore", metavar="CODES", help="Rule codes or prefixes to disable.", show_default=False),
     exclude: List[str] = typer.Option([], "--exclude", metavar="GLOB", help="Files and folders to skip (replaces the configured `exclude`).", show_default=False),
     extend_exclude: List[str] = typer.Option([], "--extend-exclude", metavar="GLOB", help="Files and folders to skip on top of `exclude`.", show_default=False),
     per_file_ignores: List[str] = typer.Option([], "--per-file-ignores", metavar="GLOB:CODES", help="Rules to ignore in matching files, such as 'tests/*.py:TRC101' (replaces the configured table).", show_default=False),
-    output_format: str = typer.Option("full", "--output-format", metavar="FORMAT", help="full, concise, json, json-lines, sarif, github or junit."),
+    output_format: str = typer.Option("full", "--output-format", metavar="FORMAT", help="full, concise, grouped, json, json-lines, sarif, github, gitlab, junit, pylint or rdjson."),
     output_file: Optional[Path] = typer.Option(None, "--output-file", "-o", metavar="FILE", help="Write the output to this file instead of stdout.", show_default=False),
     color: str = typer.Option("auto", "--color", metavar="WHEN", help="Color the text formats: auto (on a terminal), always or never."),
     statistics: bool = typer.Option(False, "--statistics", help="Print a count of findings per rule instead of the findings (as JSON with --output-format json or json-lines)."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the result cache."),
-    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="Use this pyproject.toml or trace-lint.toml.", show_default=False),
+    no_observed: bool = typer.Option(False, "--no-observed", help="Ignore the call edges the runtime guard recorded in tests (config `observed`)."),
+    config: List[str] = typer.Option([], "--config", metavar="FILE|KEY=VALUE", help="Use this pyproject.toml or trace-lint.toml (no per-folder configs), or override one setting: --config 'select = [\"TRC1\"]' (repeatable).", show_default=False),
+    isolated: bool = typer.Option(False, "--isolated", help="Ignore every config file."),
     force_exclude: bool = typer.Option(False, "--force-exclude", help="Apply excludes to paths named on the command line too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print findings only, no summary line."),
     show_settings: bool = typer.Option(False, "--show-settings", help="Print the settings in force and exit."),
     show_files: bool = typer.Option(False, "--show-files", help="Print the files that would be checked and exit."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N", help="Processes for the check (default: as many idle CPUs as the work can use; 1: serial).", show_default=False),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", metavar="NAME", help="The file name to report for source read from stdin.", show_default=False),
-    # Fixes (trace_lint.fixes).
+    # Fixes (trace_lint.report.fixes).
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes, then report what remains."),
     unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Count unsafe fixes as available: --fix applies them, output marks them [*]."),
     diff: bool = typer.Option(False, "--diff", help="Print the fixes as a unified diff and write nothing (exit 1 if there is any)."),
     add_noqa: bool = typer.Option(False, "--add-noqa", help="Add a `# noqa: CODE` comment at every finding and report how many."),
+    exit_non_zero_on_fix: bool = typer.Option(False, "--exit-non-zero-on-fix", help="With --fix: exit 1 if any file was fixed, even when no finding remains."),
+    watch: bool = typer.Option(False, "--watch", "-w", help="Check again whenever a Python file or config changes (Ctrl-C stops)."),
 ) -> None:
     """Check files and folders for code that is unsafe inside captures.
 
     PATH: files or folders to check (default: .); `-` reads source from stdin."""
-    from .checker import check as run_check
+    from .driver.checker import check as run_check
     from .output import FORMAT_NAMES, OutputContext, formatters
 
+    conflict = _conflicting_flags(
+        {
+            "--add-noqa": add_noqa, "--diff": diff, "--fix": fix, "--statistics": statistics,
+            "--show-files": show_files, "--show-settings": show_settings, "--watch": watch,
+            "--stdin-filename": stdin_filename is not None or "-" in (paths or ()),
+            "--exit-zero": exit_zero, "--exit-non-zero-on-fix": exit_non_zero_on_fix,
+            "--isolated": isolated, "--config FILE": any(not _is_inline(value) for value in config),
+        }
+    )
+    if conflict is not None:
+        raise _fail(conflict)
+    if watch:
+        _watch(ctx, [p for p in paths or ["."] if p != "-"])
+        raise typer.Exit(0)
+    if stdin_filename is not None and any(p != "-" for p in paths or ()):
+        # As ruff: --stdin-filename means the source comes from stdin.
+        for ignored in (p for p in paths if p != "-"):
+            typer.echo(f"trace-lint: warning: ignoring {ignored} in favour of standard input (--stdin-filename)", err=True)
+    if stdin_filename is not None:
+        paths = ["-"]
     raw_paths = paths or ["."]
     available = formatters()
     if output_format not in available:
@@ -100,43 +127,78 @@ def check(
         if raw == "-":
             name = Path(stdin_filename or "stdin.py")
             data = sys.stdin.buffer.read() if sys.stdin is not None else b""
-            from .analyzer.source import decode
+            from .frontend.source import decode
 
             decoded = decode(data)
             sources[name] = decoded.text if decoded.error is None else data.decode("utf-8", "replace")
             targets.append(name)
         else:
             targets.append(Path(raw))
-    start = targets[0] if targets else Path.cwd()
     try:
-        settings = load_settings(start if start.exists() else Path.cwd(), config)
-        settings = with_cli_overrides(
-            settings,
-            split_codes(select),
-            split_codes(extend_select),
-            split_codes(ignore),
-            exclude=exclude,
-            extend_exclude=extend_exclude,
-            per_file_ignores=per_file_ignores,
-        )
+        inline = [inline_config(value) for value in config if _is_inline(value)]
+        config_files = [Path(value) for value in config if not _is_inline(value)]
+        if len(config_files) > 1:
+            raise ConfigError(f"--config: one config file at most, got {', '.join(map(str, config_files))}")
+        config_file = config_files[0] if config_files else None
+
+        def configure(file_settings):
+            """The command line over a config file's settings: inline `--config` pairs, then flags."""
+            from dataclasses import replace as with_values
+
+            for values in inline:
+                file_settings = with_values(file_settings, **values)
+            file_settings = with_cli_overrides(
+                file_settings,
+                split_codes(select),
+                split_codes(extend_select),
+                split_codes(ignore),
+                exclude=exclude,
+                extend_exclude=extend_exclude,
+                per_file_ignores=per_file_ignores,
+            )
+            return with_values(file_settings, observed=False) if no_observed else file_settings
+
+        settings = configure(load_settings(_settings_start(targets), config_file, isolated))
     except ConfigError as error:
         raise _fail(str(error))
+    # Per-folder configs unless one config (or none) was asked for, as ruff's --config and --isolated.
+    hierarchical = config_file is None and not isolated
     if show_settings:
-        _write_output(_settings_text(settings), output_file)
+        from .core.observed import summary as observed_summary
+
+        shown = _settings_of_first(targets, settings, hierarchical, configure)
+        _write_output(_settings_text(shown) + f"# {observed_summary(shown)}\n", output_file)
+        raise typer.Exit(0)
+    if force_exclude and sources and _stdin_excluded(next(iter(sources)), settings, hierarchical and stdin_filename is not None, configure):
+        # An excluded --stdin-filename: nothing is reported; --fix gives the source back.
+        if fix:
+            sys.stdout.write(next(iter(sources.values())))
         raise typer.Exit(0)
     if show_files:
-        from .analyzer.discovery import discover, display_path
+        from .frontend.discovery import discover, display_path
 
         found = discover([t for t in targets if t not in sources], settings, force_exclude=force_exclude)
+        files = found.files
+        if hierarchical:
+            from .core.config import real_path
+            from .report.hierarchy import excluded_by_own_config, with_nested_configs
+
+            named = {real_path(t) for t in targets if t.is_file()}
+            real = {p: found.real.get(p) or real_path(p) for p in files}
+            nested = with_nested_configs(settings, list(real.values()), configure, found.errors)
+            # A folder's own config's excludes, as a check applies them.
+            files = [p for p in files if (real[p] in named and not force_exclude) or not excluded_by_own_config(real[p], nested.for_file(real[p]))]
         for message in found.errors:
             typer.echo(f"trace-lint: {message}", err=True)
-        listed = [display_path(p) for p in found.files] + [str(p) for p in sources]
+        from .output import printable_name
+
+        listed = [printable_name(display_path(p)) for p in files] + [printable_name(str(p)) for p in sources]
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
-        from .cache import ResultCache, cache_folder
-        from .parallel import AUTO
-        from .progress import Progress
+        from .driver.cache import ResultCache, cache_folder
+        from .driver.parallel import AUTO
+        from .driver.progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
 
@@ -151,6 +213,7 @@ def check(
                 progress=Progress.for_terminal(quiet or output_format not in ("full", "concise")),
                 # Stdin without a file name belongs to no project: it is checked on its own.
                 whole_program=not (sources and stdin_filename is None),
+                configure=configure if hierarchical else None,
             )
 
         fixed = 0
@@ -158,7 +221,7 @@ def check(
         if add_noqa:
             done_status = _add_noqa(run({}), sources)
         elif fix or diff:
-            from .fixes import fix_until_stable, read_exact
+            from .report.fixes import fix_until_stable, read_exact
 
             def read_stored(filename: str) -> Optional[str]:
                 stdin_text = next((text for path, text in sources.items() if _same_file(path, filename)), None)
@@ -168,8 +231,12 @@ def check(
             result, fixed = outcome.result, outcome.fixed
             if diff or (fix and sources):
                 done_status = _show_fixes(outcome, diff, sources)
+                if fix and sources and not diff:
+                    _report_left_on_stdin(outcome, unsafe_fixes)
+                    if exit_non_zero_on_fix and outcome.fixed and done_status == 0:
+                        done_status = EXIT_FINDINGS
             else:
-                from .fixes import write_exact
+                from .report.fixes import write_exact
 
                 for filename, (_before, after) in outcome.changed.items():
                     write_exact(filename, after)
@@ -229,10 +296,127 @@ def check(
         raise typer.Exit(EXIT_ERROR)
     if result.findings and not exit_zero:
         raise typer.Exit(EXIT_FINDINGS)
+    if exit_non_zero_on_fix and fixed:
+        raise typer.Exit(EXIT_FINDINGS)
     raise typer.Exit(0)
 
 
 STATISTICS_FORMATS = ("full", "concise", "json", "json-lines")
+
+# Flag pairs that ruff refuses (one of them would be silently dropped, or --diff would write).
+CONFLICTS = (
+    ("--add-noqa", ("--diff", "--fix", "--statistics", "--show-files", "--show-settings", "--watch", "--stdin-filename")),
+    ("--diff", ("--statistics",)),
+    ("--statistics", ("--watch",)),
+    ("--watch", ("--stdin-filename",)),
+    ("--show-files", ("--show-settings", "--statistics", "--stdin-filename", "--watch")),
+    ("--show-settings", ("--statistics", "--stdin-filename", "--watch")),
+    ("--exit-zero", ("--exit-non-zero-on-fix",)),
+    ("--isolated", ("--config FILE",)),
+)
+
+
+def _conflicting_flags(given: dict[str, bool]) -> Optional[str]:
+    for flag, others in CONFLICTS:
+        if given.get(flag):
+            for other in others:
+                if given.get(other):
+                    return f"the argument '{flag}' cannot be used with '{other}'"
+    return None
+
+
+def _is_inline(value: str) -> bool:
+    """`--config` is a file unless it names none and reads as `KEY = VALUE` (as ruff decides)."""
+    return "=" in value and not Path(value).is_file()
+
+
+def _settings_start(targets: list[Path]) -> Path:
+    """Where the run's own config is looked up, whatever the order of the named paths: the
+    project that holds them all (its root's config), else the working folder."""
+    from .driver.checker import project_root
+    from .core.config import config_in
+
+    # One lookup per folder: pre-commit can name thousands of files.
+    anchors = list(dict.fromkeys(t if t.is_dir() else t.parent for t in targets))
+    anchors = [a for a in anchors if a.exists()]
+    roots = {project_root(a) for a in anchors}
+    if len(roots) == 1:
+        root = roots.pop()
+        return root if config_in(root) is not None else anchors[0]
+    return Path.cwd()
+
+
+def _settings_of_first(targets: list[Path], settings, hierarchical: bool, configure):
+    """`--show-settings`: the settings that decide what is reported for the first path named
+    (its own folder's config where there is one, as ruff shows a file's)."""
+    from .core.config import read_config_file, real_path
+    from .report.hierarchy import NearestConfigs
+
+    if not hierarchical or not targets or not targets[0].exists():
+        return settings
+    real = real_path(targets[0])
+    config = NearestConfigs().of(real if real.is_dir() else real.parent)
+    if config is None or config == settings.config_file:
+        return settings
+    try:
+        return configure(read_config_file(config))
+    except ConfigError as error:
+        raise _fail(str(error))
+
+
+def _stdin_excluded(name: Path, settings, hierarchical: bool, configure) -> bool:
+    """Whether `--force-exclude` drops the stdin file `name`: its config's excludes (the
+    defaults included) match it, as for a file on disk."""
+    from .core.config import DEFAULT_EXCLUDE, read_config_file, real_path
+    from .report.hierarchy import NearestConfigs, excluded_by_own_config
+
+    real = real_path(name)
+    own = settings
+    if hierarchical:
+        config = NearestConfigs().of(real.parent)
+        if config is not None and config != settings.config_file:
+            try:
+                own = configure(read_config_file(config))
+            except ConfigError as error:
+                raise _fail(str(error))
+    from dataclasses import replace
+
+    return excluded_by_own_config(real, replace(own, exclude=(*DEFAULT_EXCLUDE, *own.exclude)))
+
+
+def _report_left_on_stdin(outcome, unsafe_fixes: bool) -> None:
+    """`--fix` on stdin: stdout carries the fixed source, so what is left is told on stderr."""
+    left = outcome.result.findings
+    if not left and not outcome.fixed:
+        return
+    for f in left:
+        typer.echo(f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}", err=True)
+    total = len(left) + outcome.fixed
+    typer.echo(f"Found {total} error{'s' if total != 1 else ''} ({outcome.fixed} fixed, {len(left)} remaining).", err=True)
+
+
+def _watch(ctx, paths: list[str]) -> None:
+    """`--watch`: a check now, and again after every change to a Python file or a config
+    (watchfiles), until Ctrl-C."""
+    import watchfiles
+
+    def check_once() -> None:
+        try:
+            check(**{**ctx.params, "watch": False}, ctx=ctx)
+        except (typer.Exit, SystemExit):
+            pass  # each run's status; the watch goes on
+
+    def relevant(_change, path: str) -> bool:
+        name = os.path.basename(path)
+        if ".trace-lint-cache" in Path(path).parts:
+            return False
+        return name.endswith((".py", ".pyi")) or name in ("pyproject.toml", "trace-lint.toml")
+
+    typer.echo("Starting trace-lint in watch mode...", err=True)
+    check_once()
+    for _changes in watchfiles.watch(*paths, watch_filter=relevant, raise_interrupt=False):
+        typer.echo("File change detected...", err=True)
+        check_once()
 
 
 def _use_color(when: str, output_file: Optional[Path]) -> bool:
@@ -250,8 +434,14 @@ def _settings_text(settings) -> str:
     """`--show-settings`: every setting in force, by its configuration key."""
     from dataclasses import fields
 
-    lines = []
+    from .core.registry import BY_CODE
+
+    enabled = sorted(settings.enabled_codes())
+    lines = ["# the rules in force (select, extend-select and ignore resolved)"]
+    lines.append("rules = [" + "".join(f"\n    {code!r},  # {BY_CODE[code].name}" for code in enabled) + ("\n]" if enabled else "]"))
     for item in fields(settings):
+        if item.name in ("nested", "reporting"):
+            continue
         value = getattr(settings, item.name)
         if isinstance(value, tuple):
             value = [str(v) if isinstance(v, Path) else v for v in value]
@@ -301,7 +491,7 @@ def _same_file(path: Path, filename: str) -> bool:
 
 def _add_noqa(result, sources) -> int:
     """`check --add-noqa`: a suppression comment at every finding; the exit status."""
-    from .fixes import add_noqa, read_exact, write_exact
+    from .report.fixes import add_noqa, read_exact, write_exact
 
     for message in result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
@@ -328,7 +518,7 @@ def _add_noqa(result, sources) -> int:
 def _show_fixes(outcome, as_diff: bool, stdin_sources: dict) -> int:
     """`--diff` (a unified diff of every change, nothing written) and `--fix` on stdin (the
     fixed source on stdout, as ruff does); the exit status."""
-    from .fixes import unified_diff
+    from .report.fixes import unified_diff
 
     for message in outcome.result.errors:
         typer.echo(f"trace-lint: {message}", err=True)
@@ -355,7 +545,7 @@ def rule(
 ) -> None:
     """Print a rule's documentation.
 
-    CODE: a rule code, such as TRC101."""
+    CODE: a rule code, such as TRC101, or a rule's name, such as capture-left-open."""
     from .rules import ALL_RULES, rule_for
 
     if all_rules:
@@ -363,10 +553,19 @@ def rule(
         return
     if code is None:
         raise _fail("give a rule code (such as TRC101) or --all")
-    found = rule_for(code)
+    from .core.registry import spec_for
+
+    spec = spec_for(code)  # by code or by name
+    found = rule_for(spec.code) if spec is not None else None
     if found is None:
         raise _fail(f"unknown rule code {code!r}; `trace-lint rule --all` lists them")
     typer.echo(found.docs().rstrip("\n"))
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(f"trace-lint {__version__}")
 
 
 @app.command()

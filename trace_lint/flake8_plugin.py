@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from . import __version__
-from .analyzer.discovery import discover
-from .analyzer.findings import Finding
-from .checker import check
-from .config import Settings, load_settings
+from .frontend.discovery import discover
+from .core.findings import Finding
+from .driver.checker import check
+from .core.config import Settings, load_settings
 
 # Per process: (project root, settings) -> (files checked, findings by file).
 _projects: dict[tuple, tuple[set[Path], dict[Path, list[Finding]]]] = {}

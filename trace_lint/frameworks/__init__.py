@@ -5,6 +5,7 @@ iterate `FRAMEWORKS` instead of naming ttnn or torch.
 
 from __future__ import annotations
 
+from ..frontend.prefilter import DEFAULT_WORDS, Prefilter
 from .base import Framework
 from .torch import TorchCudaGraphs
 from .ttnn import Ttnn
@@ -25,4 +26,26 @@ def capture_queries() -> frozenset[str]:
     return names_of("capture_queries")
 
 
-__all__ = ["FRAMEWORKS", "Framework", "capture_queries", "names_of"]
+def prefilter_for(settings) -> Prefilter:
+    """The prefilter for these settings: each framework's names and words, and the
+    configured capture markers."""
+    targets: list[str] = []
+    words: list[bytes] = list(DEFAULT_WORDS)
+    for framework in FRAMEWORKS:
+        targets.extend(framework.prefilter_targets())
+        words.extend(framework.prefilter_words())
+    targets.append("trace_lint.captured")
+    targets.extend(settings.captured_decorators)
+    targets.extend(settings.capture_helpers)
+    # A decorator is also taken as written when nothing binds its name (`@trace_lint.captured`
+    # without the import): its dotted spelling is a word.
+    words.append(b"trace_lint.captured")
+    words.extend(name.encode() for name in settings.captured_decorators if "." in name)
+    # `captured-functions` match a def's name: the name itself is the token.
+    words.extend(name.rsplit(".", 1)[-1].encode() for name in settings.captured_functions)
+    # `capture-contexts` are dotted tails (`device_module.graph`): their last part is the token.
+    words.extend(name.rsplit(".", 1)[-1].encode() for name in getattr(settings, "capture_contexts", ()))
+    return Prefilter(targets, words)
+
+
+__all__ = ["FRAMEWORKS", "Framework", "capture_queries", "names_of", "prefilter_for"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from ..api_tables import tables
+from ..core.api_tables import tables
 
 if TYPE_CHECKING:
     import libcst as cst
 
-    from ..analyzer.calls import CallResolver
-    from ..analyzer.project import FunctionInfo, ModuleInfo, Project
-    from ..analyzer.regions import Region
+    from ..semantic.calls import CallResolver
+    from ..semantic.project import FunctionInfo, ModuleInfo, Project
+    from .region import Region
 
 
 class Framework:

@@ -4,16 +4,11 @@ client offered another)."""
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
-# LSP and Python's tokenizer agree on these three line ends; str.splitlines also splits on
-# form feeds and other separators, which would shift every line after them.
-_LINE_END = re.compile(r"\r\n|\r|\n")
+from ..core.lines import split_lines
 
-
-def split_lines(text: str) -> list[str]:
-    return _LINE_END.split(text)
+__all__ = ["split_lines", "to_client", "units"]
 
 
 def units(text: str, encoding: str = "utf-16") -> int:

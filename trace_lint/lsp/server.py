@@ -29,14 +29,14 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
-from ..analyzer.discovery import discover
-from ..analyzer.findings import Edit, Finding, Related
-from ..cache import ResultCache, cache_folder
-from ..checker import check
-from ..config import ConfigError, Settings, load_settings
-from ..fixes import apply_fixes, wanted
+from ..frontend.discovery import discover
+from ..core.findings import Edit, Finding, Related
+from ..driver.cache import ResultCache, cache_folder
+from ..driver.checker import check
+from ..core.config import ConfigError, Settings, load_settings
+from ..report.fixes import apply_fixes, wanted
 from .framing import serve_stdio
-from .noqa import suppression_edit
+from ..report.suppression_edits import suppression_edit
 from .positions import split_lines, to_client
 
 logger = logging.getLogger(__name__)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -28,29 +29,93 @@ Formatter = Callable[[Sequence[Finding], OutputContext], str]
 def formatters() -> dict[str, Formatter]:
     from . import json_formats, text
 
-    return {
+    found = {
         "full": text.full,
         "concise": text.concise,
         "json": json_formats.json_array,
         "json-lines": json_formats.json_lines,
+        "grouped": text.grouped,
+        "pylint": text.pylint,
         **_extra_formatters(),
     }
+    return {name: _with_printable_names(formatter) for name, formatter in found.items()}
+
+
+def printable_name(name: str) -> str:
+    """A file name as output can carry it: bytes that are not UTF-8 (Python keeps them as
+    lone surrogates) and control characters written as `\\xNN` escapes, so that no format
+    fails to encode a name, every output stays valid UTF-8 and a name stays on its line."""
+    if name.isprintable():
+        return name
+    try:
+        text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# C0 and C1 controls, DEL and the Unicode line separators: never part of a name that a
+# line-based reader can take.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _printable_finding(finding: Finding) -> Finding:
+    def step(related):
+        name = printable_name(related.filename)
+        return related if name == related.filename else replace(related, filename=name)
+
+    return replace(
+        finding,
+        filename=printable_name(finding.filename),
+        chains=[[step(s) for s in chain] for chain in finding.chains],
+        related=[step(r) for r in finding.related],
+    )
+
+
+def _with_printable_names(formatter: Formatter) -> Formatter:
+    """`formatter` over findings whose file names can be written. One that writes names in
+    its own way (`raw_names`: SARIF percent-encodes the bytes of its URIs) gets them as they are."""
+    if getattr(formatter, "raw_names", False):
+        return formatter
+
+    def render(findings: Sequence[Finding], context: OutputContext) -> str:
+        if all(_is_printable(f) for f in findings):
+            return formatter(findings, context)
+        originals: dict[str, str] = {}
+        printable = []
+        for finding in findings:
+            shown = _printable_finding(finding)
+            originals.setdefault(shown.filename, finding.filename)
+            printable.append(shown)
+        read = context.read_source
+        return formatter(printable, replace(context, read_source=lambda name: read(originals.get(name, name))))
+
+    return render
+
+
+def _is_printable(finding: Finding) -> bool:
+    names = [finding.filename, *(s.filename for chain in finding.chains for s in chain), *(r.filename for r in finding.related)]
+    return all(printable_name(name) == name for name in names)
 
 
 def _extra_formatters() -> dict[str, Formatter]:
     """Formats for CI systems, each in its own module."""
     found: dict[str, Formatter] = {}
-    for module_name, names in (("sarif", ("sarif",)), ("github", ("github",)), ("junit", ("junit",))):
+    for module_name in ("sarif", "github", "gitlab", "junit", "rdjson"):
         try:
             module = __import__(f"{__name__}.{module_name}", fromlist=["format_findings"])
         except ImportError:
             continue
-        for name in names:
-            found[name] = module.format_findings
+        found[module_name] = module.format_findings
     return found
 
 
-FORMAT_NAMES = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+FORMAT_NAMES = ("full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint", "rdjson")
 
 
 def rule_help(finding) -> Optional[str]:
@@ -58,7 +123,7 @@ def rule_help(finding) -> Optional[str]:
     (the rules are imported, with libcst, only for findings made without it)."""
     if finding.help is not None:
         return finding.help
-    from ..rules import BY_CODE
+    from ..core.registry import BY_CODE
 
     rule = BY_CODE.get(finding.code)
     return rule.help if rule is not None and rule.help else None

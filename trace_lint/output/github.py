@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext, rule_help
 from ._paths import relative_to_root, repository_root
 
@@ -34,7 +34,7 @@ def annotation(finding: Finding, path: str, root: Optional[Path] = None) -> str:
             properties.append(("endColumn", str(end.column)))
     elif end.row > start.row:
         properties.append(("endLine", str(end.row)))
-    properties.append(("title", finding.code))
+    properties.append(("title", f"trace-lint ({finding.code})"))
     lines = [finding.message]
     # One line per capture that reaches the finding: two chains are never joined into one path.
     for number, chain in enumerate(finding.chains, start=1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext
 
 

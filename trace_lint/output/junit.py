@@ -8,7 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Sequence
 
-from ..analyzer.findings import Finding
+from ..core.findings import Finding
 from . import OutputContext, rule_help
 
 # Characters XML 1.0 cannot carry at all, even escaped.

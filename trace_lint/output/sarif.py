@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Optional, Sequence
 from urllib.parse import quote
 
 from .. import __version__
-from ..analyzer.findings import Finding, Location, Related, rule_url, rules_page_url
-from . import OutputContext
+from ..core.findings import Finding, Location, Related, rule_url, rules_page_url
+from . import OutputContext, printable_name
 from ._paths import relative_to_root, repository_root
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -55,7 +56,8 @@ def _artifact(filename: str, root: Path) -> dict:
     relative = relative_to_root(filename, root)
     if relative is None:  # outside the repository: an absolute URI, no base
         return {"uri": Path(filename).resolve().as_uri()}
-    return {"uri": quote(relative), "uriBaseId": SRCROOT}
+    # The name's own bytes, percent-encoded: a name that is not UTF-8 still names its file.
+    return {"uri": quote(os.fsencode(relative)), "uriBaseId": SRCROOT}
 
 
 def _region(start: Location, end: Optional[Location]) -> dict:
@@ -89,7 +91,7 @@ def _code_flow(chain: list[Related], finding: Finding, artifact: dict, root: Pat
     locations = [flow_location(_artifact(step.filename, root), step.location, None, step.message) for step in chain]
     locations.append(flow_location(artifact, finding.location, finding.end_location, f"{finding.code}: {finding.message}"))
     return {
-        "message": {"text": f"captured at {chain[0].filename}:{chain[0].location.row}"},
+        "message": {"text": f"captured at {printable_name(chain[0].filename)}:{chain[0].location.row}"},
         "threadFlows": [{"locations": locations}],
     }
 
@@ -181,3 +183,6 @@ def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optiona
 
 def format_findings(findings: Sequence[Finding], context: OutputContext) -> str:
     return json.dumps(sarif_log(findings, context), indent=2, ensure_ascii=False) + "\n"
+
+
+format_findings.raw_names = True  # type: ignore[attr-defined]  # URIs carry the bytes

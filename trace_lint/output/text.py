@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from ..analyzer.findings import Finding
+from wcwidth import wcwidth
+
+from ..core.findings import Finding
 from . import OutputContext, rule_help
 
 
@@ -51,9 +53,21 @@ def _frame(finding: Finding, lines: list[str] | None) -> list[str]:
                 stop = max(start + 1, finding.end_location.column - 1)
             else:
                 stop = max(start + 1, len(text.rstrip()))
-            out.append(" " * width + " | " + " " * start + "^" * (stop - start) + f" {finding.code}")
+            out.append(" " * width + " | " + _blank(text[:start]) + "^" * max(1, _display_width(text[start:stop])) + f" {finding.code}")
     out.append(" " * width + " |")
     return out
+
+
+def _display_width(text: str) -> int:
+    """Columns `text` takes on a terminal: wide (CJK, emoji) characters take two, combining
+    ones none (wcwidth's tables)."""
+    return sum(max(wcwidth(character), 0) for character in text)
+
+
+def _blank(text: str) -> str:
+    """Blanks as wide as `text` on a terminal; tabs stay tabs, so that the caret lands on the
+    same tab stop as the code above it."""
+    return "".join(character if character == "\t" else " " * max(wcwidth(character), 0) for character in text)
 
 
 def full(findings: Sequence[Finding], context: OutputContext) -> str:
@@ -83,6 +97,31 @@ def full(findings: Sequence[Finding], context: OutputContext) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
+def grouped(findings: Sequence[Finding], context: OutputContext) -> str:
+    """Findings under their file's name, `row:col CODE message` aligned within each file."""
+    blocks = []
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_file.setdefault(finding.filename, []).append(finding)
+    for filename, group in by_file.items():
+        row_width = max(len(str(f.location.row)) for f in group)
+        column_width = max(len(str(f.location.column)) for f in group)
+        lines = [f"{_style(filename, '1', context.color)}:"]
+        for f in group:
+            place = f"{f.location.row:>{row_width}}:{f.location.column:<{column_width}}"
+            lines.append(f"  {place} {_style(f.code, '1;31', context.color)}{_marker(f, context)} {f.message}")
+        blocks.append("\n".join(lines) + "\n")
+    closing = summary(findings, context)
+    if closing:
+        blocks.append(closing + "\n")
+    return "\n".join(blocks)
+
+
+def pylint(findings: Sequence[Finding], context: OutputContext) -> str:
+    """pylint's parseable form, `path:row: [CODE] message`, that editors and CI parsers read."""
+    return "".join(f"{f.filename}:{f.location.row}: [{f.code}] {f.message}\n" for f in findings)
+
+
 def summary(findings: Sequence[Finding], context: OutputContext) -> str:
     """The closing lines: the count, then what `--fix` would fix, as ruff words it ("" under
     --quiet)."""
@@ -108,7 +147,7 @@ def _summary(findings: Sequence[Finding], context: OutputContext) -> str:
 
 def statistics_rows(findings: Sequence[Finding]) -> list[dict]:
     """Findings per rule, most frequent first (ruff's `--statistics` fields)."""
-    from ..rules import BY_CODE  # lazy: libcst loads only to render a finding
+    from ..core.registry import BY_CODE
 
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}

@@ -14,25 +14,11 @@ ALL_RULES: list[type[Rule]] = sorted(
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
 
-def _matches(code: str, selector: str, exact_for_opt_in: bool) -> bool:
-    if selector == "ALL":
-        return True
-    if exact_for_opt_in and not BY_CODE[code].default_enabled:
-        return code == selector
-    return code.startswith(selector)
-
-
 def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
-    """ruff's semantics: `select` replaces the default set (None: not given; empty: no
-    rules), `extend-select` adds, `ignore` removes. Opt-in rules are enabled only by their
-    full code or `ALL`."""
-    if select is not None:
-        codes = {c for c in BY_CODE if any(_matches(c, s, True) for s in select)}
-    else:
-        codes = {c for c, rule in BY_CODE.items() if rule.default_enabled}
-    codes |= {c for c in BY_CODE if any(_matches(c, s, True) for s in extend_select)}
-    codes -= {c for c in BY_CODE if any(_matches(c, s, False) for s in ignore)}
-    return codes
+    """The enabled codes (`config.selected_rule_codes`: ruff's semantics and precedence)."""
+    from ..core.config import selected_rule_codes
+
+    return selected_rule_codes(select, extend_select, ignore)
 
 
 def rule_for(code: str) -> Optional[type[Rule]]:

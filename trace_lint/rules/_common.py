@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from ..analyzer.regions import call_arguments
-from ..analyzer.syntax_walk import children
+from ..semantic.nodes import call_arguments
+from ..frontend.syntax_walk import children
 
 if TYPE_CHECKING:
-    from ..analyzer.facts import RuleContext
+    from ..capture.facts import RuleContext
 
 CONTROL_FLOW = (cst.If, cst.While, cst.IfExp, cst.Assert)
 
@@ -138,7 +138,7 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
     """Whether a test reads only what cannot differ between capture and replay: host
     metadata of tensors (`x.shape[-1] > 32`, `t.is_allocated()`), types (`isinstance`),
     literals, and module-level constants or imported names (`x.layout == ttnn.TILE_LAYOUT`)."""
-    from ..analyzer.project import local_names
+    from ..semantic.project import local_names
 
     metadata = context.tables.host_metadata
     function = context.function

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from ..analyzer.regions import call_arguments, iter_body_nodes
+from ..semantic.nodes import call_arguments, iter_body_nodes
 
 if TYPE_CHECKING:
-    from ..analyzer.facts import RuleContext
+    from ..capture.facts import RuleContext
 
 
 def to_target(call: cst.Call) -> Optional[cst.BaseExpression]:

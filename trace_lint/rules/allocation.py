@@ -6,16 +6,17 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..analyzer.dataflow import accesses, chain_key
-from ..analyzer.regions import Region, call_arguments, iter_body_nodes
-from ..analyzer.values import assigned_value, binding_place, executable_after, input_names, made_in_region_and_read_after, reaching
-from ..api_tables import tables
+from ..semantic.dataflow import accesses, chain_key
+from ..frameworks.region import Region
+from ..semantic.nodes import call_arguments, iter_body_nodes
+from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, made_in_region_and_read_after, reaching
+from ..core.api_tables import tables
 from ._common import is_none, keyword
 from ._torch import host_creation
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
-    from ..analyzer.facts import ProgramFacts
+    from ..capture.facts import ProgramFacts
 
 
 class TensorCreation(Rule):
@@ -39,9 +40,6 @@ class TensorCreation(Rule):
     """
 
     code = "TRC301"
-    name = "tensor-creation-in-capture"
-    summary = "Tensor creation in captured code"
-    help = "preallocate the tensor (on the device) before the capture begins"
     silent_in_first_use_cache = True
 
     INVALID = [
@@ -176,9 +174,6 @@ class FreedTraceBuffer(Rule):
     """
 
     code = "TRC302"
-    name = "freed-trace-buffer"
-    summary = "Deallocation of a buffer the trace still uses"
-    help = "free trace buffers only after `release_trace`"
 
     INVALID = [
         Invalid(
@@ -232,7 +227,7 @@ class FreedTraceBuffer(Rule):
             if position < region.start:
                 continue
             after = position >= region.stop
-            if after and (released_before(region, node) or not executable_after(region, node, _executed_after)):
+            if after and (released_before(region, node) or not executable_after(region, node, executed_after)):
                 continue
             if "." in key:
                 kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
@@ -313,12 +308,6 @@ def allocates(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
     return False
 
 
-def _executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
-    from .lifecycle import _executed_after as executed_after
-
-    return executed_after(region, statement, execute)
-
-
 class UnallocatedOutput(Rule):
     """
     ## What it does
@@ -334,10 +323,6 @@ class UnallocatedOutput(Rule):
     """
 
     code = "TRC303"
-    name = "unallocated-trace-output"
-    summary = "Region output without a preallocated output_tensor="
-    help = "preallocate the output and pass it as `output_tensor=`"
-    default_enabled = False
 
     INVALID = [
         Invalid(

@@ -20,9 +20,6 @@ class UnparsableFile(Rule):
     """
 
     code = "TRC001"
-    name = "unparsable-file"
-    summary = "File cannot be parsed"
-    help = "fix the syntax error; trace-lint checks the rest of the project meanwhile"
     fix_docs = """
         Only the author knows what the file should say. This finding cannot be suppressed
         with a comment: exclude the file (`exclude`, `extend-exclude`) if it is not meant to
@@ -68,8 +65,11 @@ class UnusedSuppression(Rule):
     ## What it does
     Reports a suppression comment that suppresses nothing (`# noqa: TRC101` on a line
     with no TRC101 finding, an `ignore[...]` or a `disable[...]` range that matches
-    nothing), or that names a TRC code that does not exist. Codes of other tools
-    (`# noqa: E501`) and a bare `# noqa` are left alone: they may be for another linter.
+    nothing), or that names a TRC code that does not exist. Also one that does nothing as
+    written: a misspelt code (`# noqa: trc102` in lower case, `TRC1O2` with a letter O),
+    or a file-level `# trace-lint: noqa` after the first statement or after code on its
+    line. Codes of other tools (`# noqa: E501`) and a bare `# noqa` are left alone: they
+    may be for another linter.
 
     ## Why is this bad?
     A stale suppression hides the next real finding on that line, and a misspelt code
@@ -77,10 +77,6 @@ class UnusedSuppression(Rule):
     """
 
     code = "TRC002"
-    name = "unused-suppression"
-    summary = "Suppression that suppresses nothing, or names an unknown code"
-    help = "remove the suppression, or correct the code it names"
-    fix_availability = "sometimes"
     fix_docs = """
         The fix takes the unused and unknown codes out of the comment (`# noqa: TRC101,
         TRC102` -> `# noqa: TRC101`), and the whole directive when no code is left, keeping

@@ -3,7 +3,7 @@
 A rule sees captured code through `visit_<NodeType>` methods called by the engine, and
 whole regions or the whole project through `check_region` / `check_project`. It reads the
 analysis through `self.facts` (the whole program) and `self.context` (the unit visited),
-both in `analyzer/facts.py`, never the engine. It reports with `self.report(node, message)`
+both in `capture/facts.py`, never the engine. It reports with `self.report(node, message)`
 and knows nothing about output formats.
 """
 
@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Optional
 
 import libcst as cst
 
+from ..core import registry
+
 if TYPE_CHECKING:
-    from ..analyzer.facts import ProgramFacts, RuleContext
-    from ..analyzer.findings import Fix
-    from ..analyzer.regions import Region
-    from ..analyzer.project import ModuleInfo
+    from ..capture.facts import ProgramFacts, RuleContext
+    from ..core.findings import Fix
+    from ..frameworks.region import Region
+    from ..semantic.project import ModuleInfo
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,11 @@ class Invalid:
 
 class Rule:
     code: ClassVar[str]
-    name: ClassVar[str]  # kebab-case, as ruff names rules
-    summary: ClassVar[str]  # one line, for tables and SARIF shortDescription
-    help: ClassVar[str] = ""  # one line: what to do instead
+    # From the registry (`core/registry.py`) by `code`: name, summary, help, severity, whether
+    # it runs by default and whether it offers a fix.
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    help: ClassVar[str] = ""
     severity: ClassVar[str] = "error"
     default_enabled: ClassVar[bool] = True
     # Which captured code the visit_* methods see: the framing code lexically in a region,
@@ -61,10 +65,16 @@ class Rule:
     silent_in_first_use_cache: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
-    # The fix, for the docs, as ruff states it: "always", "sometimes" or "none" available,
-    # and what it does and when it is safe (for "none": why there is none).
     fix_availability: ClassVar[str] = "none"
+    # The fix, for the docs: what it does and when it is safe (for "none": why there is none).
     fix_docs: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = registry.BY_CODE.get(cls.__dict__.get("code", ""))
+        if spec is not None:
+            cls.name, cls.summary, cls.help = spec.name, spec.summary, spec.help
+            cls.severity, cls.default_enabled, cls.fix_availability = spec.severity, spec.default_enabled, spec.fix_availability
 
     # Filled by the engine for each unit of captured code it visits.
     context: "RuleContext"
@@ -75,7 +85,7 @@ class Rule:
         self.facts = facts
 
     def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None) -> None:
-        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.fixes)."""
+        """Report at `node`; `fix`: the edits that resolve it (see trace_lint.report.fixes)."""
         context = getattr(self, "context", None)
         if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
             return

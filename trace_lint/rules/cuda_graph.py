@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..analyzer.regions import iter_body_nodes
+from ..semantic.nodes import iter_body_nodes
 from .base import Invalid, Rule, Valid
 
 _BITWISE = (cst.BitAnd, cst.BitOr, cst.BitXor)
@@ -31,9 +31,6 @@ class DataDependentShape(Rule):
     """
 
     code = "TRC501"
-    name = "data-dependent-shape-in-cuda-graph"
-    summary = "Op with a data-dependent output shape in a CUDA-graph capture"
-    help = "keep the shape static: `torch.where(mask, x, 0)`, `x * mask`, `torch.nonzero_static`"
 
     INVALID = [
         Invalid(

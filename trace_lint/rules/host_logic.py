@@ -7,9 +7,9 @@ from typing import Optional
 import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
-from ..analyzer.calls import has_decorator
-from ..analyzer.project import FunctionInfo
-from ..api_tables import tables
+from ..semantic.calls import has_decorator
+from ..semantic.project import FunctionInfo
+from ..core.api_tables import tables
 from .base import Invalid, Rule, Valid
 
 
@@ -38,9 +38,6 @@ class ConditionalInRegion(_HostLogicRule):
     """
 
     code = "TRC201"
-    name = "conditional-in-capture"
-    summary = "Python conditional inside a capture region"
-    help = "decide before the capture (one trace per branch) or select on the device with `ttnn.where`"
     sees_work = False
 
     INVALID = [
@@ -156,9 +153,6 @@ class BranchOnDeviceValue(_HostLogicRule):
     """
 
     code = "TRC202"
-    name = "branch-on-device-value"
-    summary = "Control flow on a device tensor's value in captured code"
-    help = "compute both outcomes on the device and select with `ttnn.where` / `torch.where`"
 
     INVALID = [
         Invalid(
@@ -325,9 +319,6 @@ class HostSideEffect(_HostLogicRule):
     """
 
     code = "TRC203"
-    name = "host-side-effect-in-captured-work"
-    summary = "Host side effect in captured work that replay will not repeat"
-    help = "keep changing state in device tensors, or update it on the host outside the trace"
     sees_lexical = False
 
     INVALID = [
@@ -468,7 +459,7 @@ class HostSideEffect(_HostLogicRule):
         this method or of an enclosing one), "global", "module" (a module-level name),
         "class" (an imported or module-level class or module), "closure" (a local of an
         enclosing function); None for this function's own locals and parameters."""
-        from ..analyzer.project import local_names
+        from ..semantic.project import local_names
 
         function = self.context.function
         if function is None:
@@ -718,10 +709,6 @@ class ShapeArithmetic(_HostLogicRule):
     """
 
     code = "TRC204"
-    name = "host-arithmetic-in-capture"
-    summary = "Shape or index arithmetic inside a capture region"
-    help = "compute shapes and indices before the capture; keep per-step indices in device tensors"
-    default_enabled = False
     sees_work = False
 
     INVALID = [

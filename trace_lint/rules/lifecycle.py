@@ -7,24 +7,25 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
 
-from ..analyzer.calls import callee_name, has_decorator
-from ..analyzer.dataflow import accesses
-from ..analyzer.project import FunctionInfo
-from ..analyzer.regions import Region, call_arguments, iter_body_nodes
-from ..analyzer.syntax_walk import children
+from ..semantic.calls import callee_name, has_decorator
+from ..semantic.dataflow import accesses
+from ..semantic.project import FunctionInfo
+from ..frameworks.region import Region
+from ..semantic.nodes import call_arguments, iter_body_nodes
+from ..frontend.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
-from ..analyzer.calls import Target
-from ..analyzer.effects import same_work
-from ..analyzer.tensors import TensorFacts
-from ..analyzer.values import assigned_value, input_names, same_trace
+from ..semantic.calls import Target
+from ..semantic.effects import same_work
+from ..semantic.tensors import TensorFacts
+from ..capture.values import assigned_value, executed_after, input_names, loops, same_trace, within
 from .allocation import allocates, released_before
-from ..analyzer.findings import Fix
-from ..fixes import source_of, statements_replacement
-from ..api_tables import tables
+from ..core.findings import Fix
+from ._edits import source_of, statements_replacement
+from ..core.api_tables import tables
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
-    from ..analyzer.facts import ProgramFacts
+    from ..capture.facts import ProgramFacts
 
 BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
 
@@ -81,10 +82,6 @@ class CaptureLeftOpen(Rule):
     """
 
     code = "TRC401"
-    name = "capture-left-open"
-    summary = "Capture that an exception can leave open"
-    help = "wrap the captured work in `try:` ... `finally:` that ends the capture (`ttnn.end_trace_capture`, `g.capture_end()`)"
-    fix_availability = "sometimes"
     fix_docs = """
         The fix wraps the statements between the begin and the end in `try:` and moves the
         end statement into `finally:`. On the normal path the same statements run in the
@@ -244,7 +241,7 @@ def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
             _target_names(head, into)
 
 
-def _in_loop_within(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:
+def _in_loopwithin(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:
     """Whether a `break`/`continue` belongs to a loop inside `block` (its body, not its `else`)."""
     path = [*module.ancestors(node, stop=block), node]
     return any(isinstance(outer, (cst.For, cst.While)) and inner is outer.body for outer, inner in zip(path, path[1:]))
@@ -289,7 +286,7 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
         elif kind is cst.Return or kind is cst.Yield:
             exit_kind = exit_kind or ("return" if kind is cst.Return else "yield")
         elif kind is cst.Break or kind is cst.Continue:
-            if not _in_loop_within(module, node, block):
+            if not _in_loopwithin(module, node, block):
                 exit_kind = exit_kind or ("break" if kind is cst.Break else "continue")
         else:
             _bindings_of(node, bound)
@@ -393,7 +390,7 @@ def _find_stale_rebindings(region: Region, facts: ProgramFacts) -> list[tuple[cs
             continue
         if released_before(region, access.statement):
             continue
-        if any(_executed_after(region, access.statement, e) for e in executes):
+        if any(executed_after(region, access.statement, e) for e in executes):
             out.append((access.statement, access.key))
     return out
 
@@ -419,25 +416,6 @@ def _may_be_tensor(value: cst.BaseExpression, tensors: TensorFacts, facts: Progr
     return True
 
 
-def _executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
-    """The execute runs after the statement: later in the text, or in a loop holding both."""
-    module = region.module
-    if module.start(execute) >= module.end(statement):
-        return True
-    for loop in _loops(region.function):
-        if module.start(loop) >= region.stop and _within(module, statement, loop) and _within(module, execute, loop):
-            return True
-    return False
-
-
-def _within(module, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    return module.start(outer) <= module.start(node) and module.end(node) <= module.end(outer)
-
-
-def _loops(function: FunctionInfo) -> list[cst.CSTNode]:
-    return [n for n in iter_body_nodes(function) if isinstance(n, (cst.For, cst.While))]
-
-
 class StaleTraceInput(Rule):
     """
     ## What it does
@@ -453,9 +431,6 @@ class StaleTraceInput(Rule):
     """
 
     code = "TRC403"
-    name = "stale-trace-input"
-    summary = "Trace input rebound after capture, then replayed"
-    help = "copy new data into the captured input (`ttnn.copy_host_to_device_tensor`) instead of rebinding it"
 
     INVALID = [
         Invalid(
@@ -528,8 +503,8 @@ def _runs_before(function: FunctionInfo, node: cst.CSTNode, site: cst.CSTNode) -
     module = function.module
     if module.start(node) < module.start(site):
         return True
-    for loop in _loops(function):
-        if _within(module, node, loop) and _within(module, site, loop):
+    for loop in loops(function):
+        if within(module, node, loop) and within(module, site, loop):
             return True
     return False
 
@@ -560,9 +535,6 @@ class MissingWarmUp(Rule):
     """
 
     code = "TRC404"
-    name = "capture-without-warm-up"
-    summary = "Capture of work that never ran before (no warm-up)"
-    help = "run the same work once before the capture begins"
 
     INVALID = [
         Invalid(
@@ -919,9 +891,6 @@ class MissingTraceRegion(Rule):
     """
 
     code = "TRC405"
-    name = "missing-trace-region"
-    summary = "Device opened without trace_region_size, then captured on"
-    help = "pass `trace_region_size=` large enough for your traces to the device open call"
     fix_docs = """
         No fix is offered: the size the traces need is not known before they are captured
         (a capture reports it). Pass a `trace_region_size` measured for the model, or
@@ -1222,9 +1191,6 @@ class NestedCapture(Rule):
     """
 
     code = "TRC406"
-    name = "nested-capture"
-    summary = "Capture begun while another is being recorded"
-    help = "end the first capture before beginning another"
 
     INVALID = [
         Invalid(
@@ -1295,9 +1261,6 @@ class AllocationAcrossReplay(Rule):
     """
 
     code = "TRC408"
-    name = "allocation-across-replay"
-    summary = "Device allocation alive across execute_trace"
-    help = "allocate before the capture, or release the trace before allocating"
 
     INVALID = [
         Invalid(
@@ -1405,7 +1368,7 @@ class AllocationAcrossReplay(Rule):
                 isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
             ) else None
             frees = self._frees(region, name, statement) if name else []
-            if any(_executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
+            if any(executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
 

@@ -32,9 +32,6 @@ class HostToDeviceWrite(_TransferRule):
     """
 
     code = "TRC101"
-    name = "host-to-device-in-capture"
-    summary = "Host-to-device write in captured code"
-    help = "create inputs before the capture and copy new data into them before `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(
@@ -154,9 +151,6 @@ class DeviceToHostRead(_TransferRule):
     """
 
     code = "TRC102"
-    name = "device-to-host-in-capture"
-    summary = "Device-to-host read in captured code"
-    help = "read outputs after `execute_trace` / `graph.replay()`, outside the capture"
 
     INVALID = [
         Invalid(
@@ -290,9 +284,6 @@ class SyncInCapture(_TransferRule):
     """
 
     code = "TRC103"
-    name = "sync-in-capture"
-    summary = "Synchronization or event in captured code"
-    help = "synchronize before the capture begins or after `execute_trace` / `graph.replay()`"
 
     INVALID = [
         Invalid(

@@ -1,14 +1,14 @@
 """The ttnn and torch names the runtime guard patches or classifies.
 
 The names come from the reviewed table the static rules read too (trace_lint/data/api.toml,
-through trace_lint.api_tables), so the two sides cannot drift: a new API name goes into that
+through trace_lint.core.api_tables), so the two sides cannot drift: a new API name goes into that
 table once. What is left here is how the guard acts on each category (violation kinds, hints)
 and the few names that only exist at run time (dunder methods, aten op packets).
 """
 
 from __future__ import annotations
 
-from trace_lint.api_tables import tables as _tables
+from trace_lint.core.api_tables import tables as _tables
 
 _TTNN = _tables().ttnn
 _TORCH = _tables().torch

@@ -14,7 +14,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Optional
 
-from trace_lint.runtime_guard import api
+from trace_lint.runtime_guard import api, observed
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
 from trace_lint.runtime_guard.report import (
@@ -420,6 +420,7 @@ class CudaRuntime:
             except TypeError:  # not weak-referenceable: tracked while recording only
                 pass
             self.recording.append(capture)
+        observed.opened(record)
         try:
             self._push_modes(capture)
         except BaseException:
@@ -432,6 +433,7 @@ class CudaRuntime:
         return result
 
     def _stop_recording(self, capture: _Capture) -> None:
+        observed.closed(capture.record)
         self._pop_modes(capture)
         with self.lock:
             if capture in self.recording:

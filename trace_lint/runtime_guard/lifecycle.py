@@ -10,7 +10,7 @@ import threading
 import warnings
 from typing import Any, Optional
 
-from trace_lint.runtime_guard import api
+from trace_lint.runtime_guard import api, observed
 from trace_lint.runtime_guard.patching import RestoreError
 from trace_lint.runtime_guard.report import (
     CaptureRecord,
@@ -108,12 +108,18 @@ class Guard:
     torch: None guards CUDA graphs if torch is importable (patched once the program imports it,
     never imported by the guard; TRACE_LINT_GUARD_TORCH=0 turns it off), False never, True
     imports torch now.
+
+    record: True writes the project functions that ran in each capture into the project's
+    records (`<cache-dir>/observed`, read by `trace-lint check`), a path writes them into
+    that folder, None or False records nothing (see runtime_guard/observed.py).
     """
 
-    def __init__(self, mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> None:
+    def __init__(self, mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None, record: Any = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.mode = mode
+        self._record = record
+        self._recording = False
         self._ttnn_module = ttnn_module
         self._torch = torch
         self._captures: list[CaptureRecord] = []
@@ -228,6 +234,10 @@ class Guard:
                             sys.meta_path.insert(0, _hook)
                     elif module is None:
                         raise ImportError(self._nothing_to_guard())
+                    target = observed.default_target(self._record)
+                    if target is not None:
+                        observed.start(*target)
+                        self._recording = True
                 except BaseException as error:
                     _left, problems = self._leave()
                     self._depth -= 1
@@ -291,6 +301,9 @@ class Guard:
             if self._depth > 0:
                 return []
             left, problems = self._leave()
+            if self._recording:
+                self._recording = False
+                observed.stop()
         message = format_report(None, left, "capture left open when the guard exited") if left else ""
         if exc is not None:
             for note in ([message] if message else []) + problems:
@@ -316,14 +329,14 @@ class Guard:
         self.uninstall(exc)
 
 
-def guard(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> Guard:
+def guard(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None, record: Any = None) -> Guard:
     """`with guard(): ...` wraps ttnn and CUDA graphs for the block; see Guard."""
-    return Guard(mode, ttnn_module=ttnn_module, torch=torch)
+    return Guard(mode, ttnn_module=ttnn_module, torch=torch, record=record)
 
 
-def install(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None) -> Guard:
+def install(mode: str = "raise", *, ttnn_module: Any = None, torch: Optional[bool] = None, record: Any = None) -> Guard:
     """Start a guard until uninstall(); returns it."""
-    started = Guard(mode, ttnn_module=ttnn_module, torch=torch).install()
+    started = Guard(mode, ttnn_module=ttnn_module, torch=torch, record=record).install()
     with _state_lock:
         _installed.append(started)
     return started

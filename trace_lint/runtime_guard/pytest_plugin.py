@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -31,6 +32,7 @@ class _PluginState:
         self.session_guard: Any = None
         self.guards: list[Any] = []
         self.notes: list[str] = []
+        self.recording = False
 
 
 _STATE_KEY = pytest.StashKey[_PluginState]()
@@ -87,6 +89,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--trace-guard-mode", choices=("raise", "warn"), default="raise",
                     help="raise: stop at the offending call or the capture's end; warn: warn at the "
                          "capture's end (default: raise)")
+    group.addoption("--no-trace-guard-record", action="store_true", default=False,
+                    help="do not record which project functions ran in each capture (by default --trace-guard "
+                         "writes them to the project's trace-lint cache for `trace-lint check`)")
+    parser.addini("trace_guard_record", type="bool", default=True,
+                  help="trace-lint: record the project functions that ran in guarded captures (default: true)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -100,6 +107,25 @@ def pytest_configure(config: pytest.Config) -> None:
         state.session_guard = _start(config, config.getoption("trace_guard_mode"))
         if state.session_guard is None:
             state.notes.append(f"--trace-guard: {_nothing_to_guard()}; nothing was guarded")
+        elif not config.getoption("no_trace_guard_record") and config.getini("trace_guard_record"):
+            _start_recording(config, state)
+
+
+def _start_recording(config: pytest.Config, state: _PluginState) -> None:
+    """Record the calls made in captures into the project's records (config `observed`)."""
+    from trace_lint.core.observed import in_cache_folder, records_folder
+    from trace_lint.core.config import ConfigError, load_settings
+    from trace_lint.runtime_guard import observed
+
+    try:
+        settings = load_settings(Path(config.rootpath))
+    except ConfigError as error:
+        state.notes.append(f"--trace-guard: calls in captures not recorded: {error}")
+        return
+    folder = records_folder(settings)
+    if folder is not None:
+        observed.start(folder, Path(settings.root), in_cache_folder(settings))
+        state.recording = True
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -113,6 +139,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     except TraceSafetyError as error:
         state.notes.append(str(error))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    finally:
+        if state.recording:
+            from trace_lint.runtime_guard import observed
+
+            state.recording = False
+            written = observed.stop()
+            if written is not None:
+                state.notes.append(f"calls observed in captures written to {written}")
 
 
 @pytest.fixture
@@ -139,6 +173,9 @@ def pytest_runtest_call(item: pytest.Item):
                 f"{item.nodeid}: marked trace_guard but {_nothing_to_guard()}; ran unguarded"
             )
     before = _recording()
+    from trace_lint.runtime_guard import observed
+
+    observed.set_test(item.nodeid)
     try:
         try:
             result = yield
@@ -148,9 +185,11 @@ def pytest_runtest_call(item: pytest.Item):
         # Here, before any fixture tears down: the device is still open to end the capture on.
         _close_left_open(item, before, None)
     except BaseException as error:
+        observed.set_test(None)
         if started is not None:
             started.uninstall(error)
         raise
+    observed.set_test(None)
     if started is not None:
         started.uninstall()
     return result

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from trace_lint.runtime_guard import api
+from trace_lint.runtime_guard import api, observed
 from trace_lint.runtime_guard.guard_set import GuardSet
 from trace_lint.runtime_guard.patching import Patcher, RestoreError
 from trace_lint.runtime_guard.report import (
@@ -344,6 +344,7 @@ class Runtime:
             self.torch_mode.capturing = False
 
     def _close(self, capture: _Capture, status: str) -> None:
+        observed.closed(capture.record)
         with self.lock:
             capture.record.status = status
             stack = self.open.get(id(capture.device))
@@ -613,6 +614,7 @@ class Runtime:
             capture.guards = self.guards.for_new_capture()
             for guard in capture.guards:
                 guard._captures.append(record)
+        observed.opened(record)
         if "torch" in sys.modules:
             self._ensure_torch_mode()
         if self.torch_mode is not None:

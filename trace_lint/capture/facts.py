@@ -1,0 +1,260 @@
+"""What rules read: `ProgramFacts` about the whole program, `RuleContext` about the unit of
+captured code being visited.
+
+Rules see the analysis only through these two classes; they never reach the engine, the call
+resolver or the project (`tests/test_facts_interface.py` holds them to it). A question about
+what a call means to a framework ("does it begin a capture?") is asked here, and answered by
+the plug-ins in `frameworks.FRAMEWORKS`, so a rule need not name ttnn or torch to ask it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
+
+import libcst as cst
+
+from .. import frameworks
+from ..core.api_tables import tables
+from ..frameworks.torch import CUDA_GRAPH_KINDS
+from ..semantic.tensors import TensorFacts, TorchFacts
+
+if TYPE_CHECKING:
+    from ..semantic.calls import Target
+    from .capture_helpers import Helper, HelperSite
+    from ..semantic.project import ClassInfo, Definition, FunctionInfo, ModuleInfo
+    from ..frameworks.region import Region
+
+
+class CheckingRule(Protocol):
+    """What the engine and the facts need of a rule (`rules.base.Rule` is one); the capture
+    stage runs rules without importing them."""
+
+    code: str
+    severity: str
+    sees_lexical: bool
+    sees_work: bool
+    silent_in_first_use_cache: bool
+    context: Optional["RuleContext"]
+
+    def __init__(self, reporter: Callable[..., None], facts: "ProgramFacts") -> None: ...
+    def visitors(self) -> dict[type, Callable]: ...
+    def check_region(self, region: "Region") -> None: ...
+    def check_project(self) -> None: ...
+
+
+class AnalysisState(Protocol):
+    """What `ProgramFacts` reads of the analysis that built it (`engine.Engine`)."""
+
+    regions: list["Region"]
+    # Capture-time parameters on the chains of the unit being visited (None: not visiting one).
+    capture_time_now: Optional[dict]
+    origins: Any
+    resolver: Any
+    effects: Any
+    project: Any
+
+    def capture_kinds(self, function: Optional["FunctionInfo"], region: Optional["Region"]) -> frozenset[str]: ...
+    def report_position(self, rule: CheckingRule, module: "ModuleInfo", line: int, column: int, message: str) -> None: ...
+
+
+class ProgramFacts:
+    """The whole-program facts a rule may ask for: captures, calls, effects, names, modules.
+
+    A read-only view of what the engine found; built once per run, before the rules."""
+
+    def __init__(self, engine: AnalysisState):
+        self._engine = engine
+        self._tensor_facts: dict[tuple[int, int], TensorFacts] = {}
+        self._torch_facts: dict[tuple[int, int], TorchFacts] = {}
+        # What calls mean to the frameworks, asked once (the plug-ins are fixed for a run).
+        self._capture_begins = frameworks.names_of("capture_begins")
+        self._capture_ends = frameworks.names_of("capture_ends")
+        self._tensor_methods = frameworks.names_of("tensor_methods")
+
+    # -- captures ----------------------------------------------------------------------------
+    @property
+    def regions(self) -> list["Region"]:
+        """Every capture region of the run (complete once the rules' hooks run)."""
+        return self._engine.regions
+
+    def regions_in(self, function: "FunctionInfo") -> list["Region"]:
+        """The capture regions written in one function."""
+        return [region for region in self._engine.regions if region.function is function]
+
+    def capture_kinds(self, function: Optional["FunctionInfo"], region: Optional["Region"]) -> frozenset[str]:
+        """The kinds of capture a unit is recorded in: its region's, or those of every root reaching it."""
+        return self._engine.capture_kinds(function, region)
+
+    def capture_time_parameters(self, function: Optional["FunctionInfo"]) -> frozenset[str]:
+        """Parameters of a captured function that hold an object made during the capture
+        (`self` of `ch.add()` after `ch = Chains()`): on the chains of the unit being visited,
+        else on every call reaching it."""
+        now = self._engine.capture_time_now
+        if now is not None and function in now:
+            return now[function]
+        return self._engine.origins.parameters(function)
+
+    def _capture_helpers(self):
+        # Found with the roots: none before.
+        return getattr(self._engine, "capture_helpers", None)
+
+    def capture_helper(self, function: "FunctionInfo") -> Optional["Helper"]:
+        """The capture helper (a function capturing the callable it is given) whose body this is."""
+        helpers = self._capture_helpers()
+        return helpers.helpers.get(id(function)) if helpers is not None else None
+
+    def callables_stored_by(self, function: "FunctionInfo") -> set[str]:
+        """The `self.<attr>` callables a class helper's method captures."""
+        helpers = self._capture_helpers()
+        return helpers.stored_callables(function) if helpers is not None else set()
+
+    def capture_helper_sites(self) -> list["HelperSite"]:
+        """Every call handing a callable to a capture helper."""
+        helpers = self._capture_helpers()
+        return helpers.sites if helpers is not None else []
+
+    # -- what a call means to the frameworks ---------------------------------------------------
+    def begins_capture(self, call: cst.Call, name: Optional[str]) -> bool:
+        """The call (qualified `name`) begins a capture: `ttnn.begin_trace_capture`,
+        `torch.cuda.graph(g)`, `g.capture_begin()`."""
+        return name in self._capture_begins or any(f.begins_capture_on_receiver(call) for f in frameworks.FRAMEWORKS)
+
+    def ends_capture(self, call: cst.Call, region: "Region") -> bool:
+        """The call ends a capture: this region's graph's `capture_end()`, or an end call by name."""
+        if any(f.ends_region(region, call) for f in frameworks.FRAMEWORKS):
+            return True
+        return self.qualified_name(call.func, region.module, region.function) in self._capture_ends
+
+    def is_tensor_method(self, method: str) -> bool:
+        """A method of a framework's tensors (`copy_`): work on the tensor, not user code."""
+        return method in self._tensor_methods
+
+    # -- calls -------------------------------------------------------------------------------
+    def targets(self, call: cst.Call, function: "FunctionInfo", self_class: Optional["ClassInfo"] = None) -> list["Target"]:
+        """Every project function the call can run (empty: unknown or not project code)."""
+        return self._engine.resolver.resolve_all(call, function, self_class)
+
+    def sole_target(self, call: cst.Call, function: "FunctionInfo") -> Optional["FunctionInfo"]:
+        """The one project function the call runs, or None (unknown, or several)."""
+        return self._engine.resolver.resolve(call, function)
+
+    def arguments_landing(self, call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> dict[str, cst.BaseExpression]:
+        """Where the call's explicit arguments land: the callee's parameter name -> the argument."""
+        return self._engine.resolver.arguments(call, caller, callee)[1]
+
+    def callers(self, function: "FunctionInfo") -> Iterator[tuple[cst.Call, "FunctionInfo"]]:
+        """(call, caller) for each call in another project function that can run `function`,
+        lazily (module-level calls and recursion are left out)."""
+        resolver = self._engine.resolver
+        for call, caller, _ in resolver.spelled_calls(function):
+            if caller is None or caller is function:
+                continue
+            if any(t.function is function for t in resolver.resolve_all(call, caller)):
+                yield call, caller
+
+    def method(self, cls: "ClassInfo", name: str) -> Optional["FunctionInfo"]:
+        """The method `name` of a project class, through its bases."""
+        return self._engine.resolver.method(cls, name)
+
+    # -- effects -----------------------------------------------------------------------------
+    def reaches_device_work(self, target: "Target") -> bool:
+        """Calling the target does device work (a framework op), here or frames down."""
+        return self._engine.effects.reaches_device_work(target)
+
+    def reads_value(self, function: "FunctionInfo", parameter: str) -> bool:
+        """The function uses the parameter's value, not only its host metadata."""
+        return self._engine.effects.reads_value(function, parameter)
+
+    # -- names and modules -------------------------------------------------------------------
+    def qualified_name(self, expr: cst.BaseExpression, module: "ModuleInfo", scope: Optional["FunctionInfo"]) -> Optional[str]:
+        """The dotted name an expression refers to through imports, or None if unknown."""
+        return self._engine.project.qualified_name(expr, module, scope)
+
+    def definition(self, qualified: str) -> Optional["Definition"]:
+        """The project function or class a dotted name names, or None."""
+        return self._engine.project.lookup(qualified)
+
+    @property
+    def modules(self) -> list["ModuleInfo"]:
+        """Every module of the project (loaded or not)."""
+        return self._engine.project.modules
+
+    def modules_mentioning(self, *words: bytes) -> list["ModuleInfo"]:
+        """The modules whose text holds one of the words."""
+        return self._engine.project.modules_mentioning(*words)
+
+    # -- tensors -----------------------------------------------------------------------------
+    def tensor_facts(self, module: "ModuleInfo", function: Optional["FunctionInfo"]) -> TensorFacts:
+        """Which expressions of a unit are device tensors (shared by every rule visiting it)."""
+        key = (id(module), id(function))
+        if key not in self._tensor_facts:
+            self._tensor_facts[key] = TensorFacts(self._engine.project, function, module, self._engine.resolver)
+        return self._tensor_facts[key]
+
+    def unshared_tensor_facts(self, module: "ModuleInfo", function: Optional["FunctionInfo"]) -> TensorFacts:
+        """As `tensor_facts`, with a memo of its own: its answers do not depend on what the
+        visits asked first (a cycle of names is settled from where the asking starts)."""
+        return TensorFacts(self._engine.project, function, module)
+
+    def torch_facts(self, module: "ModuleInfo", function: Optional["FunctionInfo"]) -> TorchFacts:
+        """Host and device facts about torch tensors in a unit."""
+        key = (id(module), id(function))
+        if key not in self._torch_facts:
+            self._torch_facts[key] = TorchFacts(self._engine.project, function, module, self._engine.resolver)
+        return self._torch_facts[key]
+
+    # -- reporting ---------------------------------------------------------------------------
+    def report_at(self, rule: CheckingRule, module: "ModuleInfo", line: int, column: int, message: str) -> None:
+        """A finding at a position rather than a node (a file that did not parse)."""
+        self._engine.report_position(rule, module, line, column, message)
+
+
+class RuleContext:
+    """What a rule may ask about the unit of captured code it is looking at."""
+
+    def __init__(self, facts: ProgramFacts, module: "ModuleInfo", function: Optional["FunctionInfo"], region: Optional["Region"]):
+        self.facts = facts
+        self.module = module
+        self.function = function
+        self.region = region
+        self.lexical = region is not None
+        self.in_first_use_cache = False
+        # The node being visited; rules read its ancestors.
+        self.node: Optional[cst.CSTNode] = None
+        self.tensors = facts.tensor_facts(module, function)
+        self.tables = tables()
+        # Which captures this unit runs in (a function can be reached from several).
+        self.capture_kinds: frozenset[str] = facts.capture_kinds(function, region)
+        # Recorded into a CUDA graph: torch's own contract applies (TRC501).
+        self.in_cuda_graph = bool(self.capture_kinds & CUDA_GRAPH_KINDS)
+        # The torch names of TRC1-TRC3 apply in CUDA graphs and in declared captures (framework unknown).
+        self.torch_api_applies = self.in_cuda_graph or "declared" in self.capture_kinds
+        self._torch: Optional[TorchFacts] = None
+
+    @property
+    def ancestors(self) -> list[cst.CSTNode]:
+        """Ancestors of the node being visited, outermost first, inside its function."""
+        if self.node is None:
+            return []
+        return self.module.ancestors(self.node, stop=self.function.node if self.function else None)
+
+    def qualified_name(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.facts.qualified_name(expr, self.module, self.function)
+
+    @property
+    def torch(self) -> TorchFacts:
+        """Host and device facts about torch tensors in this unit."""
+        if self._torch is None:
+            self._torch = self.facts.torch_facts(self.module, self.function)
+        return self._torch
+
+    def capture_time_parameters(self, function: Optional["FunctionInfo"]) -> frozenset[str]:
+        """Parameters of a captured function that hold, on every call reaching it, an object
+        made during the capture (`self` of `ch.add()` after `ch = Chains()`)."""
+        return self.facts.capture_time_parameters(function)
+
+    def is_device_value(self, expr: cst.BaseExpression) -> bool:
+        if self.tensors.is_device_value(expr):
+            return True
+        # Torch op results count as device tensors only where the capture is a CUDA graph.
+        return self.in_cuda_graph and self.torch.is_device(expr)

@@ -1,0 +1,528 @@
+"""The result cache: a run's findings, keyed by everything that can change them, and the
+engine's findings for a project, with what they depend on.
+
+Result entries: a finding in one file can depend on any other file (call chains cross
+modules), so the key covers the content hash of every checked file with its path and module
+name, the files named on the command line, the settings (`Settings.cache_key()`, the config
+root) and the tool version. A warm run then only discovers, reads and hashes files.
+
+Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
+run picks what it reports, keyed by the project's files without their contents, and stored
+per group of candidate files (each group one engine run) with the files its findings can
+depend on (parsed, admitted by the prefilter, or returned by a text search) and what it
+searched for. A run after an edit reruns only the groups that can see it; an edit none can
+see (most files of a model repository: no capture reaches them), or a run on one file of a
+project checked before, reuses everything and only applies suppressions. Several records per project are
+kept, so undoing an edit finds the one from before it.
+
+Entries are JSON written to a temporary file and moved into place with `os.replace`, so
+concurrent runs never see half an entry. An entry is validated before it is served (a
+regular file of bounded size, the schema, every type and range, a digest, files of this run
+only); one that fails is ignored and rewritten, so a cached run always equals a `--no-cache`
+run. Nothing here imports libcst.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from .. import __version__
+from ..core.files import cache_folder, mark_cache_folder, read_regular_file as _read_regular_file, write_atomically  # noqa: F401  (cache_folder: this module's API)
+from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
+from ..frontend.text_index import called_names, defined_names
+
+FORMAT = 3
+# Result entries kept per cache folder; older ones are removed (a key changes with every edit).
+KEEP = 16
+# Analysis records of one project tried before a run gives up on reusing one.
+ANALYSIS_TRIES = 4
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+_TOOL_FINGERPRINT: list[str] = []
+
+
+def tool_fingerprint() -> str:
+    """The size and mtime of every source and data file of trace-lint itself: an edited
+    checkout (same version number) must not reuse results of the code before the edit."""
+    if not _TOOL_FINGERPRINT:
+        package = Path(__file__).resolve().parent.parent
+        digest = hashlib.blake2b(digest_size=16)
+        for path in sorted(package.rglob("*")):
+            if path.suffix in (".py", ".toml"):
+                stat = path.stat()
+                digest.update(f"{path.relative_to(package)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        _TOOL_FINGERPRINT.append(digest.hexdigest())
+    return _TOOL_FINGERPRINT[0]
+
+
+def _observed_key(settings) -> str:
+    """The runtime guard's records the analysis follows (their digest): a changed record
+    never serves findings computed without it."""
+    from ..core.observed import cache_key
+
+    return cache_key(settings)
+
+
+def run_key(settings, files: Iterable[tuple[str, str, str, bool]]) -> str:
+    """files: (display path, module name, content hash, named on the command line), in run order."""
+    digest = hashlib.blake2b(digest_size=20)
+    header = json.dumps([FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd(), _observed_key(settings)])
+    digest.update(header.encode())
+    for display, name, content, explicit in files:
+        digest.update(f"\0{display}\0{name}\0{content}\0{int(explicit)}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def analysis_key(settings, files: Iterable[tuple[str, str]]) -> str:
+    """The key of an analysis record: the project's files (display path, module name) without
+    their contents. Which files a run names or reports on is not part of it: any run over the
+    same project can reuse the analysis (a one-file run after a whole run)."""
+    digest = hashlib.blake2b(digest_size=20)
+    header = json.dumps(["analysis", FORMAT, __version__, tool_fingerprint(), settings.cache_key(), str(settings.root), os.getcwd(), _observed_key(settings)])
+    digest.update(header.encode())
+    for display, name in sorted(files):
+        digest.update(f"\0{display}\0{name}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@dataclass
+class Searches:
+    """What an analysis looked for in every file's raw text: substrings, names called
+    (`name(`) and names defined (`def name(`)."""
+
+    tokens: set[bytes] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    defs: set[str] = field(default_factory=set)
+
+    def would_find(self, text: "ChangedText") -> bool:
+        """Whether one of the searches finds this text."""
+        return (
+            any(token in text.data for token in self.tokens)
+            or (bool(self.calls) and not self.calls.isdisjoint(text.called))
+            or (bool(self.defs) and not self.defs.isdisjoint(text.defined))
+        )
+
+
+class ChangedText:
+    """A changed file's bytes, with the names it calls and defines read once (every group of
+    a record asks)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._called: Optional[set[str]] = None
+        self._defined: Optional[set[str]] = None
+
+    @property
+    def called(self) -> set[str]:
+        if self._called is None:
+            self._called = called_names(self.data)
+        return self._called
+
+    @property
+    def defined(self) -> set[str]:
+        if self._defined is None:
+            self._defined = set(defined_names(self.data))
+        return self._defined
+
+
+@dataclass
+class GroupRecord:
+    """One group's engine run (see checker._engine_findings): the candidate files it was
+    rooted in, the files it parsed, the prefilter admitted or a text search returned
+    (`dependent`), what it searched every file's text for, its findings, and the kinds of
+    capture that reach each function it reached (display path, qualified name)."""
+
+    members: list[str]
+    dependent: set[str]
+    searches: Searches
+    findings: list[Finding]
+    kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+
+    def touched(self, changed: dict[str, ChangedText], admitted: set[str]) -> bool:
+        """Whether a changed file (display path -> its text now) can change what this
+        group's engine run finds: one it depends on, one a search finds, or a member the
+        prefilter no longer admits."""
+        if any(member not in admitted for member in self.members):
+            return True
+        return any(
+            display in self.members or display in self.dependent or self.searches.would_find(text) for display, text in changed.items()
+        )
+
+
+@dataclass
+class AnalysisRecord:
+    """The engine's findings for a project (before suppressions and before choosing what a
+    run reports), as the groups of candidate files that were analysed by their own engine
+    runs, each with what its findings can depend on (`GroupRecord`), and each file's content
+    hash. A later run reruns only the groups its changed files touch, and the files the
+    prefilter now admits that no group holds, as a group of their own; the findings are the
+    union of the groups' (as a parallel run's are). Which files a run names is not part of
+    it: the checker checks those the prefilter does not admit for parse errors on their own."""
+
+    hashes: dict[str, str]
+    groups: list[GroupRecord]
+    # display path -> what suppressions need of the file's parse (suppressions.suppression_facts),
+    # for the files with findings: a reused analysis applies suppressions without parsing them.
+    facts: dict[str, tuple] = field(default_factory=dict)
+
+    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
+        """(indexes of the groups this run must analyse again, admitted files no group
+        holds), or None where the record is of other files. `hashes`/`data`: this run's
+        content hash and bytes per display path; `admitted`: what the prefilter admits now."""
+        if hashes.keys() != self.hashes.keys():
+            return None
+        changed = {display: ChangedText(data[display]) for display, content in hashes.items() if content != self.hashes[display]}
+        members = {member for group in self.groups for member in group.members}
+        stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
+        return stale, sorted(admitted - members)
+
+    @property
+    def findings(self) -> list[Finding]:
+        from ..core.findings import union
+
+        return union(group.findings for group in self.groups)
+
+
+def _location(location: Location) -> list[int]:
+    return [location.row, location.column]
+
+
+def _related(step: Related) -> list:
+    return [step.filename, _location(step.location), step.message]
+
+
+def finding_to_data(finding: Finding) -> dict:
+    """`related` is not stored: it is derived from the chains on load (one source of truth)."""
+    return {
+        "code": finding.code,
+        "message": finding.message,
+        "filename": finding.filename,
+        "location": _location(finding.location),
+        "end_location": _location(finding.end_location),
+        "severity": finding.severity,
+        "noqa_row": finding.noqa_row,
+        "chains": [[_related(step) for step in chain] for chain in finding.chains],
+        "help": finding.help,
+        "fix": None
+        if finding.fix is None
+        else {
+            "applicability": finding.fix.applicability,
+            "message": finding.fix.message,
+            "edits": [[e.content, _location(e.location), _location(e.end_location)] for e in finding.fix.edits],
+        },
+    }
+
+
+def findings_digest(findings_data: list) -> str:
+    """Guards the findings against damage (a torn write, a flipped byte, an edit by hand)."""
+    text = json.dumps(findings_data, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
+
+
+class BadEntry(ValueError):
+    """A cache entry that must not be served."""
+
+
+# What a valid entry can hold. Anything else is damage, and the run is recomputed.
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_INT = 2**31 - 1
+MAX_TEXT = 1 << 20
+MAX_CHAINS = 10_000
+MAX_CHAIN_STEPS = 10_000
+MAX_EDITS = 10_000
+CODE = re.compile(r"TRC[0-9]{3}")
+SEVERITIES = frozenset({"error", "warning", "info", "hint"})
+APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
+FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix", "help"})
+FIX_KEYS = frozenset({"applicability", "message", "edits"})
+ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
+ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "digest"})
+GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
+HASH = re.compile(r"[0-9a-f]{32}")
+
+
+def _int(value, lowest: int) -> int:
+    if type(value) is not int or not lowest <= value <= MAX_INT:  # bool is no row number
+        raise BadEntry(f"bad number {value!r:.40}")
+    return value
+
+
+def _text(value) -> str:
+    if type(value) is not str or len(value) > MAX_TEXT:
+        raise BadEntry("bad text")
+    return value
+
+
+def _list(value, most: int, length: Optional[int] = None) -> list:
+    if type(value) is not list or len(value) > most or (length is not None and len(value) != length):
+        raise BadEntry("bad list")
+    return value
+
+
+def _loc(value) -> Location:
+    row, column = _list(value, 2, 2)
+    return Location(_int(row, 1), _int(column, 0))
+
+
+def _step(value) -> Related:
+    # A step may lie in a file of the project that this run does not report on.
+    filename, location, message = _list(value, 3, 3)
+    return Related(_text(filename), _loc(location), _text(message))
+
+
+def _keys(value, keys: frozenset) -> dict:
+    if type(value) is not dict or value.keys() != keys:
+        raise BadEntry("bad keys")
+    return value
+
+
+def _fix(value) -> Optional[Fix]:
+    if value is None:
+        return None
+    _keys(value, FIX_KEYS)
+    if value["applicability"] not in APPLICABILITIES:
+        raise BadEntry("bad fix applicability")
+    edits = []
+    for edit in _list(value["edits"], MAX_EDITS):
+        content, start, end = _list(edit, 3, 3)
+        start, end = _loc(start), _loc(end)
+        if end < start:
+            raise BadEntry("an edit that ends before it starts")
+        edits.append(Edit(_text(content), start, end))
+    return Fix(value["applicability"], _text(value["message"]), tuple(edits))
+
+
+def finding_from_data(data, files: frozenset) -> Finding:
+    """A finding from an entry, checked field by field; BadEntry on anything a run could not
+    have written. `files`: display paths of the run's files."""
+    _keys(data, FINDING_KEYS)
+    code, filename = _text(data["code"]), _text(data["filename"])
+    if not CODE.fullmatch(code) or data["severity"] not in SEVERITIES or filename not in files:
+        raise BadEntry("bad code, severity or file")
+    location, end_location = _loc(data["location"]), _loc(data["end_location"])
+    if end_location < location:
+        raise BadEntry("a finding that ends before it starts")
+    noqa_row = data["noqa_row"]
+    finding = Finding(
+        code=code,
+        message=_text(data["message"]),
+        filename=filename,
+        location=location,
+        end_location=end_location,
+        severity=data["severity"],
+        noqa_row=None if noqa_row is None else _int(noqa_row, 1),
+        chains=[[_step(step) for step in _list(chain, MAX_CHAIN_STEPS)] for chain in _list(data["chains"], MAX_CHAINS)],
+        fix=_fix(data["fix"]),
+        help=None if data["help"] is None else _text(data["help"]),
+    )
+    return finding
+
+
+def _facts(value, files: frozenset) -> dict[str, tuple]:
+    """Suppression facts from a record: display path -> (first code line or None, {line:
+    first line of its statement})."""
+    if type(value) is not dict or not value.keys() <= files:
+        raise BadEntry("bad suppression facts")
+    facts = {}
+    for display, item in value.items():
+        first, pairs = _list(item, 2, 2)
+        lines = {}
+        for pair in _list(pairs, MAX_INT):
+            line, start = _list(pair, 2, 2)
+            lines[_int(line, 1)] = _int(start, 1)
+        facts[display] = (None if first is None else _int(first, 1), lines)
+    return facts
+
+
+def _paths(value, files: frozenset) -> list[str]:
+    paths = _list(value, len(files))
+    if not all(type(p) is str and p in files for p in paths):
+        raise BadEntry("a file outside the run")
+    return paths
+
+
+def _group(value, files: frozenset) -> GroupRecord:
+    _keys(value, GROUP_KEYS)
+    tokens, calls, defs = ([_text(t) for t in _list(value[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
+    kinds = {}
+    for item in _list(value["kinds"], MAX_INT):
+        display, qualname, names = _list(item, 3, 3)
+        if display not in files:
+            raise BadEntry("capture kinds of a file outside the run")
+        kinds[(display, _text(qualname))] = frozenset(_text(name) for name in _list(names, MAX_INT))
+    findings = [finding_from_data(item, files) for item in _list(value["findings"], MAX_INT)]
+    # Tokens are bytes; latin-1 maps each byte to one character and back.
+    searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
+    return GroupRecord(_paths(value["members"], files), set(_paths(value["dependent"], files)), searches, findings, kinds)
+
+
+def _group_data(group: GroupRecord) -> dict:
+    return {
+        "members": list(group.members),
+        "dependent": sorted(group.dependent),
+        "tokens": sorted(t.decode("latin-1") for t in group.searches.tokens),
+        "calls": sorted(group.searches.calls),
+        "defs": sorted(group.searches.defs),
+        "kinds": sorted([display, qualname, sorted(kinds)] for (display, qualname), kinds in group.kinds.items()),
+        "findings": [finding_to_data(f) for f in group.findings],
+    }
+
+
+class ResultCache:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        # Why the last load found no usable entry ("" for a hit or a plain miss); for tests.
+        self.last_rejection = ""
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / f"results-{key}.json"
+
+    def load(self, key: str, files: Iterable[str] = (), files_checked: Optional[int] = None) -> Optional[tuple[list[Finding], int]]:
+        """(findings, files checked), or None for a miss or an entry that is foreign or damaged
+        in any way (the run is then recomputed and the entry rewritten). `files`: display
+        paths of the run's files; `files_checked`: how many the run checks, where known."""
+        self.last_rejection = ""
+        return self._read(self._entry(key), lambda data: self._decode(data, key, frozenset(files), files_checked))
+
+    def _read(self, path: Path, decode):
+        """`decode` of the entry's bytes, or None: missing, not a bounded regular file, or
+        rejected (the reason goes to `last_rejection`)."""
+        data = _read_regular_file(path, MAX_ENTRY_BYTES)
+        if data is None:
+            return None
+        try:
+            return decode(data)
+        except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
+            # RecursionError: JSON nested deeper than the parser's stack allows.
+            self.last_rejection = f"{type(error).__name__}: {error}"[:200]
+            return None
+
+    def _decode(self, data: bytes, key: str, files: frozenset, expected: Optional[int]) -> Optional[tuple[list[Finding], int]]:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, ENTRY_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        files_checked = _int(entry["files_checked"], 0)
+        if expected is not None and files_checked != expected:
+            raise BadEntry("another number of files")
+        items = _list(entry["findings"], MAX_INT)
+        if entry["digest"] != findings_digest(items):
+            raise BadEntry("findings that do not match their digest")
+        findings = [finding_from_data(item, files) for item in items]
+        for finding in findings:
+            attach_related(finding)
+        order = [finding.sort_key() for finding in findings]
+        if order != sorted(order):
+            raise BadEntry("findings out of order")
+        return findings, files_checked
+
+    def store(self, key: str, findings: list[Finding], files_checked: int) -> None:
+        """Write atomically; a cache that cannot be written is no error (the run stands)."""
+        data = {
+            "format": FORMAT,
+            "version": __version__,
+            "key": key,
+            "files_checked": files_checked,
+        }
+        data["findings"] = [finding_to_data(f) for f in findings]
+        data["digest"] = findings_digest(data["findings"])
+        self._write(self._entry(key), data, "results-*.json")
+
+    def _write(self, path: Path, data: dict, pattern: str) -> None:
+        """Write atomically; a cache that cannot be written is no error (the run stands)."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._mark_folder()
+            write_atomically(path, json.dumps(data, separators=(",", ":")))  # the C encoder; dump() streams in Python
+            self._prune(pattern)
+        except OSError:
+            pass
+
+    # -- analysis records -------------------------------------------------------------------
+    def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:
+        state = hashlib.blake2b(json.dumps(hashes, sort_keys=True).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        return self.folder / f"analysis-{key}-{state}.json"
+
+    def touch_analysis(self, key: str, hashes: dict[str, str]) -> None:
+        """Mark the record of these contents as the newest (a run served from a result entry
+        saw them last): the next edit starts from it."""
+        try:
+            os.utime(self._analysis_entry(key, hashes))
+        except OSError:
+            pass
+
+    def analysis_records(self, key: str, files: Iterable[str]) -> Iterator[AnalysisRecord]:
+        """The records stored under `key` (one per state of the files), newest first, the
+        newest few that are sound. Several are kept so that undoing an edit finds the record
+        of the files before it."""
+        self.last_rejection = ""
+        candidates = []
+        for path in self.folder.glob(f"analysis-{key}-*.json"):
+            try:
+                candidates.append((path.stat().st_mtime_ns, path))
+            except OSError:
+                continue
+        candidates.sort(reverse=True)
+        files = frozenset(files)
+        for _, path in candidates[:ANALYSIS_TRIES]:
+            record = self._read(path, lambda data: self._decode_analysis(data, key, files))
+            if record is not None:
+                yield record
+
+    def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, ANALYSIS_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        hashes = entry["hashes"]
+        if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
+            raise BadEntry("bad content hashes")
+        groups, facts = _list(entry["groups"], len(files) + 1), entry["facts"]
+        if entry["digest"] != findings_digest([hashes, groups, facts]):
+            raise BadEntry("a record that does not match its digest")
+        return AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
+
+    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+        groups = [_group_data(group) for group in record.groups]
+        facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
+        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts}
+        data["digest"] = findings_digest([record.hashes, groups, facts])
+        self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
+
+    def _mark_folder(self) -> None:
+        mark_cache_folder(self.folder)
+
+    def _prune(self, pattern: str) -> None:
+        entries = []
+        for path in self.folder.glob(pattern):
+            try:
+                entries.append((path.stat().st_mtime, path))
+            except OSError:
+                continue
+        entries.sort(reverse=True)
+        for _, path in entries[KEEP:]:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+def searches_of(project):
+    return Searches(set(project.searched_tokens), set(project.searched_calls), set(project.searched_defs))
+
+
+def dependent_files(project) -> set[str]:
+    """Display paths of the files a run's findings can depend on: parsed, or returned by a
+    search of every file's text."""
+    hits = project.search_hits
+    return {m.display_path for m in project.modules if m._loaded or id(m) in hits}

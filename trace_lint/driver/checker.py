@@ -1,0 +1,474 @@
+"""One check run: discover files -> project -> engine -> suppressions and ignores -> findings."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..frontend.discovery import discover, display_path, matches_per_file_glob
+from ..semantic.module_names import module_names, source_roots
+from ..core.findings import Finding, attach_related
+from ..core.config import Settings, real_path
+
+# The engine, the rules and libcst are imported only when something needs analysing: a run
+# answered from the cache never loads them.
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding] = field(default_factory=list)
+    # Problems that are not findings: missing paths, unreadable files (exit status 2).
+    errors: list[str] = field(default_factory=list)
+    files_checked: int = 0
+
+
+def _unused_message(unknown: list[str], unused: list[str]) -> str:
+    parts = []
+    if unknown:
+        parts.append("unknown code" + ("s " if len(unknown) > 1 else " ") + ", ".join(f"`{c}`" for c in unknown))
+    if unused:
+        parts.append("unused suppression of " + ", ".join(f"`{c}`" for c in unused))
+    return "; ".join(parts)
+
+
+def project_root(path: Path) -> Path:
+    """The folder of the project that holds `path`: the outermost folder inside the git
+    repository with a `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml`
+    (outside a repository, the nearest), else the repository's top folder, else the folder
+    named (a file's own folder)."""
+    start = real_path(path)
+    if not start.is_dir():
+        start = start.parent
+    folders = [start, *start.parents]
+    # A .git folder or file (a worktree, a submodule) marks the repository's top folder.
+    repository = next((folder for folder in folders if (folder / ".git").exists()), None)
+    if repository is not None:
+        # A configuration outside the repository never widens the project beyond it.
+        folders = folders[: folders.index(repository) + 1]
+    from ..core.config import config_in
+
+    # Inside a repository the outermost config is the project's (one further down, such as
+    # tests/'s own, decides only what is reported there: `hierarchy`); outside one, the nearest.
+    configured = [folder for folder in folders if config_in(folder) is not None]
+    if configured:
+        return configured[-1] if repository is not None else configured[0]
+    return repository if repository is not None else start
+
+
+def check(
+    paths: Sequence[Path],
+    settings: Settings,
+    *,
+    force_exclude: bool = False,
+    sources: Optional[dict[Path, str]] = None,
+    jobs: int = 1,
+    cache=None,
+    progress=None,
+    whole_program: bool = False,
+    configure=None,
+) -> CheckResult:
+    """Check files and folders. `sources` gives text for paths that are not on disk as-is
+    (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
+    `jobs` > 1 checks in up to that many processes, `parallel.AUTO` where it pays; `cache` (a
+    `cache.ResultCache`) answers a run whose files and settings it has seen; `progress` (a
+    `progress.Progress`) is told how the run goes.
+
+    `whole_program`: analyse the whole project holding each path (`project_root`), so that
+    callers, callees and suppressions in other files count, and report only what the named
+    paths select: findings located in them, and findings elsewhere whose call chain starts
+    at a capture in them. Without it, the named paths are the whole program.
+
+    `configure` (with `whole_program`): follow each file's nearest config for what is
+    reported (`hierarchy`); it turns a config file's settings into the run's (the command
+    line's options over them)."""
+    result = CheckResult()
+    from ..core.observed import new_warnings
+
+    for warning in new_warnings(settings):  # a bad record is never an error of the run
+        print(f"trace-lint: warning: {warning}", file=sys.stderr)
+    sources = {real_path(p): text for p, text in (sources or {}).items()}
+    on_disk = [p for p in paths if real_path(p) not in sources]
+    found = discover(on_disk, settings, force_exclude=force_exclude)
+    result.errors.extend(found.errors)
+    files = list(found.files)
+    explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
+    # What the named paths select for reporting (all of the program without whole_program).
+    selected = {found.real.get(path) or real_path(path) for path in files} | ({real_path(p) for p in paths} & set(sources))
+    project_roots: list[Path] = []
+    if whole_program and not result.errors:
+        for path in paths:
+            anchor = path if path.exists() else path.parent
+            if anchor.exists():
+                root = project_root(anchor)
+                if root not in project_roots:
+                    project_roots.append(root)
+        # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
+        # A root that is a named folder was walked already: the same files, found again.
+        walked = {real_path(p) for p in on_disk if p.is_dir()}
+        around = discover([root for root in project_roots if root not in walked], settings, force_exclude=True)
+        files.extend(around.files)
+        found.real.update(around.real)
+    if configure is not None and whole_program and project_roots:
+        from ..report.hierarchy import excluded_by_own_config, with_nested_configs
+
+        settings = with_nested_configs(settings, [found.real.get(p) or real_path(p) for p in [*files, *(Path(p) for p in sources)]], configure, result.errors)
+        if settings.nested:
+            # A nested config's excludes: its files are analysed, not reported (a named file
+            # only with --force-exclude, as the run's own excludes).
+            selected = {p for p in selected if (p in explicit and not force_exclude) or not excluded_by_own_config(p, settings.for_file(p))}
+    entries: list[tuple[Path, tuple[str, ...], str, Optional[str], int]] = []
+    seen: set[Path] = set()
+    # Source roots: configured ones, the project root(s) and each folder named.
+    roots = source_roots(settings.src, settings.root, [*project_roots, *(p for p in on_disk if p.is_dir())])
+    for path in [*files, *(Path(p) for p in sources)]:
+        key = found.real.get(path) or real_path(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        role = (EXPLICIT if key in explicit else 0) | (SELECTED if key in selected else 0)
+        entries.append((path, module_names(key, roots), display_path(path), sources.get(key), role))
+    result.files_checked = sum(1 for entry in entries if entry[4] & SELECTED)
+
+    raw: dict[int, bytes] = {}
+    run_key = None
+    hashes: Optional[list[tuple[str, tuple[str, ...], str, int]]] = None
+    if cache is not None and not result.errors:
+        from .cache import content_hash, run_key as make_key
+
+        hashes = []
+        for index, (path, name, display, text, role) in enumerate(entries):
+            try:
+                data = text.encode("utf-8", "surrogatepass") if text is not None else path.read_bytes()
+            except OSError:
+                hashes = None  # a file that cannot be read: report it, cache nothing
+                break
+            raw[index] = data
+            hashes.append((display, name, content_hash(data), role))
+        if hashes is not None:
+            run_key = make_key(settings, hashes)
+            hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
+            if hit is not None:
+                cache.touch_analysis(*_analysis_inputs(settings, entries, hashes))
+                findings, files_checked = hit
+                return CheckResult(findings, [], files_checked)
+    with collection_paused():
+        findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes)
+    if run_key is not None and not result.errors:
+        cache.store(run_key, findings, result.files_checked)
+    return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+
+
+# An entry's role in a run: named as a file (always parsed), and selected for reporting.
+EXPLICIT, SELECTED = 1, 2
+
+
+@contextmanager
+def collection_paused():
+    """No cyclic garbage collection during analysis: syntax trees are millions of objects
+    that all stay alive to the end, and each collection walks them again (the parse alone
+    takes a third longer with it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[list[int]]:
+    """Indexes of the entries the prefilter admits (files that can hold captured code's
+    start), reading their bytes into `raw`; None when a file cannot be read (the analysis
+    reports it). Needs neither libcst nor the rules."""
+    from ..frameworks import prefilter_for
+    from ..frontend.prefilter import enabled
+    from ..frontend.source import PACKAGE_FILES, ReadError, read_bytes
+
+    prefilter = prefilter_for(settings)
+    admitted = []
+    if not enabled():
+        # Every file is searched (the engine leaves out those that do not parse and that
+        # the prefilter would not admit: see `prefilter.enabled`).
+        return list(range(len(entries)))
+    for index, (path, name, _display, text, _explicit) in enumerate(entries):
+        data = raw.get(index)
+        if data is None:
+            try:
+                data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
+            except ReadError:
+                return None
+        if prefilter.admits(data, name[0], path.name in PACKAGE_FILES):
+            admitted.append(index)
+    return admitted
+
+
+def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache=None, hashes=None) -> list[Finding]:
+    admitted = _admitted(entries, raw, settings)
+    explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
+    selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
+    if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
+        # Nothing can be found: libcst and the rules are never imported.
+        return []
+    from ..frontend.prefilter import enabled as prefilter_enabled
+    from ..semantic.project import ModuleInfo, Project
+
+    modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
+    project = Project(modules)
+    for index, data in raw.items():
+        project._raw[id(modules[index])] = data
+    explicit = {id(m) for m, entry in zip(modules, entries) if entry[4] & EXPLICIT}
+    enabled = settings.enabled_codes()
+    # What the engine would compute itself: admitted modules and explicit ones, in order.
+    candidates = None if admitted is None else [modules[i] for i in sorted({*admitted, *explicit_indexes})]
+    named_only: list = []
+    if admitted is not None and prefilter_enabled():
+        # A named file the prefilter does not admit holds no capture: naming it adds only its
+        # parse error (TRC001), checked on its own below, so the analysis does not depend
+        # on which files a run names.
+        admitted_indexes = set(admitted)
+        named_only = [modules[i] for i in explicit_indexes if i not in admitted_indexes]
+        candidates = [modules[i] for i in sorted(admitted_indexes)]
+        explicit = set()
+
+    raw_findings, facts = _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache)
+    if named_only:
+        raw_findings = raw_findings + _parse_errors(project, settings, named_only, enabled, raw_findings)
+    return _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress)
+
+
+def _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
+    """The engine's findings (before suppressions), and the suppression facts of files that
+    this process did not parse. With a cache, the candidate files are analysed in groups and
+    a record keeps each group's findings; a later run reruns only the groups its edits touch."""
+    from ..frontend.prefilter import enabled as prefilter_enabled
+
+    if cache is not None and admitted is not None and prefilter_enabled():
+        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache)
+    from ..capture.engine import Engine
+    from ..rules import ALL_RULES
+
+    if progress is not None:
+        progress.start(len(modules))
+    if jobs != 1:
+        from .parallel import run_parallel
+
+        parallel = run_parallel(project, settings, enabled, explicit, jobs, candidates=candidates, on_shard_done=progress.shard_done if progress else None)
+        if parallel is not None:
+            result.errors.extend(parallel.internal_errors)
+            _print_notes(parallel.notes)
+            return parallel.findings, parallel.facts
+    engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
+    engine.always_parse = explicit
+    findings = engine.run()
+    result.errors.extend(engine.internal_errors)
+    return findings, {}
+
+
+def _import_links(entries, raw: dict[int, bytes], positions: list[int]) -> list[tuple[int, int]]:
+    """Pairs of positions (in `positions`, entry indexes) whose files import one another,
+    read from the text: a guess that only decides how the work is grouped."""
+    from ..frontend.source import PACKAGE_FILES
+    from ..frontend.text_index import imported_modules
+
+    at: dict[str, int] = {}
+    for position, index in enumerate(positions):
+        for name in entries[index][1]:
+            at.setdefault(name, position)
+    links = []
+    for position, index in enumerate(positions):
+        path, names = entries[index][0], entries[index][1]
+        for name in imported_modules(raw[index], names[0], path.name in PACKAGE_FILES):
+            other = at.get(name)
+            if other is not None and other != position:
+                links.append((position, other))
+    return links
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"trace-lint: {note}", file=sys.stderr)
+
+
+def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
+    """The engine's findings as the union of groups of candidate files, each analysed by its
+    own engine run (`parallel.analyse_groups`), as a parallel run's shards are: sound where
+    the groups agree on the kinds of capture that reach each function (else one engine run
+    over all of them decides). The newest analysis record of the project gives the groups
+    that no changed file touches (`cache.AnalysisRecord.plan`); only the others run."""
+    from ..core.findings import union
+    from .cache import AnalysisRecord, GroupRecord
+    from .parallel import analyse_groups, fresh_copy, kinds_agree, plan_groups, run_parallel
+
+    admitted_paths = {entries[i][2] for i in admitted}
+    record_key, current = _analysis_inputs(settings, entries, hashes)
+    data = {entries[i][2]: content for i, content in raw.items()}
+    previous, plan = None, None
+    for record in cache.analysis_records(record_key, current):
+        found = record.plan(current, data, admitted_paths)
+        if found == ([], []):
+            # No file the engine's findings depend on has changed: the engine would find
+            # the same (tests/test_analysis_reuse.py checks runs with and without it). The
+            # record stays as it is: later runs compare with its contents, which is as sound.
+            return record.findings, record.facts
+        if found is not None and previous is None:
+            previous, plan = record, found
+    index_of = {module.display_path: index for index, module in enumerate(modules)}
+    kept: list[GroupRecord] = []
+    if previous is not None and plan is not None:
+        stale, new = set(plan[0]), plan[1]
+        kept = [group for index, group in enumerate(previous.groups) if index not in stale]
+        runs = [[index_of[m] for m in previous.groups[index].members if m in admitted_paths] for index in sorted(stale)]
+        runs = [group for group in runs if group]
+        if new:
+            runs.append(sorted(index_of[display] for display in new))
+        if not kept and not runs:
+            runs = [[]]  # every candidate gone: still one engine run, as with none at the start
+    else:
+        positions = sorted(admitted)
+        # No candidate at all is still one engine run (project-level rules run in every one).
+        groups = plan_groups([len(raw[i]) for i in positions], links=_import_links(entries, raw, positions))
+        runs = [[positions[p] for p in group] for group in groups] or [[]]
+
+    if progress is not None:
+        progress.start(len(modules))
+    parts = []
+    if jobs != 1 and runs:
+        parallel = run_parallel(project, settings, enabled, set(), jobs, on_shard_done=progress.shard_done if progress else None, groups=runs)
+        if parallel is not None:
+            _print_notes(parallel.notes)
+            parts = parallel.parts
+    if runs and not parts:
+        parts = analyse_groups(project, settings, enabled, [], runs, with_facts=False)
+    if not kinds_agree([*(group.kinds for group in kept), *(part.kinds for part in parts)]):
+        # A function captured one way from one group and another way from another: one
+        # engine run over every candidate file.
+        kept = []
+        parts = analyse_groups(fresh_copy(project), settings, enabled, [], [sorted(admitted)], with_facts=True)
+    for part in parts:
+        result.errors.extend(error for error in part.internal_errors if error not in result.errors)
+    groups = [
+        *kept,
+        *(GroupRecord([modules[i].display_path for i in part.share], part.dependent, part.searches, part.findings, part.kinds) for part in parts),
+    ]
+    findings = union(group.findings for group in groups)
+    facts: dict[str, tuple] = {}
+    for part in parts:
+        for display, value in part.facts.items():
+            facts.setdefault(display, value)
+    if previous is not None:
+        for group in kept:
+            for finding in group.findings:
+                if finding.filename in previous.facts:
+                    facts.setdefault(finding.filename, previous.facts[finding.filename])
+    if not result.errors:
+        from ..report.suppressions import suppression_facts
+
+        record = AnalysisRecord(current, groups)
+        by_display = {m.display_path: m for m in modules}
+        for display in {f.filename for f in findings}:
+            module = by_display.get(display)
+            if display in facts:
+                record.facts[display] = facts[display]
+            elif module is not None and module._loaded and not module.read_error:
+                record.facts[display] = suppression_facts(module)
+        cache.store_analysis(record_key, record)
+    return findings, facts
+
+
+def _analysis_inputs(settings: Settings, entries, hashes) -> tuple[str, dict[str, str]]:
+    """The key of the project's analysis records, and each file's content hash by display path."""
+    from .cache import analysis_key
+
+    return analysis_key(settings, [(entry[2], entry[1]) for entry in entries]), {display: content for display, _name, content, _role in hashes}
+
+
+def _parse_errors(project, settings: Settings, named: list, enabled, found: list[Finding]) -> list[Finding]:
+    """TRC001 for named files that do not parse (an engine run with only that rule, rooted
+    in them), less what the analysis already reported."""
+    from ..capture.engine import Engine
+    from ..rules.analysis import UnparsableFile
+
+    if UnparsableFile.code not in enabled:
+        return []
+    engine = Engine(project, settings, [UnparsableFile], roots_in=named)
+    engine.always_parse = {id(m) for m in named}
+    displays = {m.display_path for m in named}
+    known = {(f.filename, f.location, f.code) for f in found}
+    return [f for f in engine.run() if f.filename in displays and (f.filename, f.location, f.code) not in known]
+
+
+def _reported(raw_findings: list[Finding], project, modules, entries, facts, settings: Settings, result: CheckResult, enabled, progress) -> list[Finding]:
+    """What the run reports of the engine's findings: those the named paths select, after
+    suppressions (reported unused ones included) and per-file ignores."""
+    from ..frontend.source import decode
+    from ..report.suppressions import apply_suppressions, install_suppression_facts
+    from ..rules import BY_CODE
+    from ..rules.analysis import UnusedSuppression
+
+    selected = {m.display_path for m, entry in zip(modules, entries) if entry[4] & SELECTED}
+    for module in modules:
+        if module.read_error and module.display_path in selected:
+            result.errors.append(module.read_error)
+
+    by_file: dict[str, list[Finding]] = {}
+    for finding in raw_findings:
+        by_file.setdefault(finding.filename, []).append(finding)
+    findings: list[Finding] = []
+    enabled_by_config: dict[int, set[str]] = {}
+    for module in modules:
+        file_findings = by_file.pop(module.display_path, [])
+        if module.read_error:
+            continue
+        is_selected = module.display_path in selected
+        if not is_selected and not any(_reported_elsewhere(f, selected) for f in file_findings):
+            continue  # nothing here that this run reports: its suppressions need not be read
+        file_settings, file_enabled = settings, enabled
+        if settings.nested:
+            # Hierarchical configuration: this file's own config decides what is reported.
+            file_settings = settings.for_file(real_path(module.path))
+            if id(file_settings) not in enabled_by_config:
+                enabled_by_config[id(file_settings)] = file_settings.enabled_codes()
+            file_enabled = enabled_by_config[id(file_settings)]
+            file_findings = [f for f in file_findings if f.code in file_enabled]
+        if file_findings or _may_hold_suppressions(project, module):
+            text = None
+            if module.display_path in facts and not module._loaded:
+                # Parsed in a worker: its facts and the raw text are all suppressions need.
+                install_suppression_facts(module, facts[module.display_path])
+                source = decode(project.raw_bytes(module))
+                text = source.text if source.error is None else ""
+            else:
+                module.load()
+            file_findings = apply_suppressions(module, file_findings, BY_CODE, file_enabled, UnusedSuppression.code, _unused_message, text=text)
+        ignored = [codes for glob, codes in file_settings.per_file_ignores if matches_per_file_glob(module.display_path, module.path, glob, file_settings.root)]
+        for finding in file_findings:
+            if any(finding.code.startswith(code) or code == "ALL" for codes in ignored for code in codes):
+                continue
+            if is_selected or _reported_elsewhere(finding, selected):
+                findings.append(finding)
+    for finding in findings:
+        attach_related(finding)
+        rule = BY_CODE.get(finding.code)
+        finding.help = rule.help if rule is not None and rule.help else None
+    findings.sort(key=Finding.sort_key)
+    if progress is not None:
+        progress.finish()
+    return findings
+
+
+def _reported_elsewhere(finding: Finding, selected: set[str]) -> bool:
+    """A finding outside the named paths that a run on them reports: one of its call
+    chains starts at a capture in them."""
+    return any(chain and chain[0].filename in selected for chain in finding.chains)
+
+
+def _may_hold_suppressions(project, module) -> bool:
+    return _may_hold_suppressions_in(project.raw_bytes(module))
+
+
+def _may_hold_suppressions_in(data: bytes) -> bool:
+    return b"TRC" in data or b"trace-lint:" in data

@@ -1,0 +1,26 @@
+"""ttnn: `begin_trace_capture` ... `end_trace_capture` in one function."""
+
+from __future__ import annotations
+
+from ..base import Framework
+
+
+class Ttnn(Framework):
+    section = "ttnn"
+    kinds = frozenset({"ttnn"})
+
+    def prefilter_targets(self) -> list[str]:
+        # Device opens stay candidates so that a broken file that opens a device is still
+        # reported (TRC001).
+        return [*self.table.capture_begin, *self.table.open_device]
+
+    def regions(self, project, function, settings):
+        from .regions import find_regions  # libcst: only when asked
+
+        return find_regions(project, function)
+
+    def capture_begins(self):
+        return self.table.capture_begin
+
+    def capture_ends(self):
+        return self.table.capture_end

@@ -1,0 +1,528 @@
+"""Call resolution: which project functions a call in captured code reaches.
+
+Only what can be pinned is resolved; anything else is skipped, since a guess that pins a
+finding on the wrong function is worse than a miss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from ..core.api_tables import tables
+from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
+from ..frontend.syntax_walk import children
+
+@dataclass(frozen=True)
+class Target:
+    """A function a call runs, with the class of `self` in it when the instance's class is
+    known (a base class's `__call__` reached from a subclass instance dispatches
+    `self.forward` to the subclass)."""
+
+    function: FunctionInfo
+    self_class: Optional[ClassInfo] = None
+
+
+# How deep value inference follows names, attributes and factories.
+_DEPTH = 6
+
+
+class CallResolver:
+    """A chain of resolvers: a call's target is found through scopes, imports, classes and
+    what values are known to hold; anything else is unknown, never guessed by name."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        self._resolved: dict[tuple[int, int, int], tuple[Target, ...]] = {}
+        self._lambdas: dict[int, FunctionInfo] = {}
+        self._mro: dict[int, tuple[ClassInfo, ...]] = {}
+        self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+
+    # -- classes ---------------------------------------------------------------------------
+    def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
+        """The project class an expression names (`Model`, `layers.Block`)."""
+        name = self.project.qualified_name(expr, module, function)
+        if name is None:
+            return None
+        definition = self.project.lookup(name)
+        return definition if isinstance(definition, ClassInfo) else None
+
+    def bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        out = []
+        for base in cls.node.bases:
+            if base.keyword is not None:
+                continue
+            found = self.class_of(base.value, cls.module, None)
+            if found is not None and found is not cls:
+                out.append(found)
+        return out
+
+    def mro(self, cls: ClassInfo) -> tuple[ClassInfo, ...]:
+        """The project classes of the method resolution order (C3, as Python computes it;
+        depth-first where C3 has no answer)."""
+        found = self._mro.get(id(cls))
+        if found is None:
+            self._mro[id(cls)] = (cls,)  # a cycle of bases resolves to the class alone
+            found = self._mro[id(cls)] = _c3(cls, [self.mro(b) for b in self.bases(cls)], self.bases(cls))
+        return found
+
+    def method(self, cls: ClassInfo, name: str, after: Optional[ClassInfo] = None) -> Optional[FunctionInfo]:
+        """Method lookup along the MRO (starting after `after`, as `super()` does)."""
+        order = self.mro(cls)
+        if after is not None:
+            index = next((i for i, c in enumerate(order) if c is after), None)
+            if index is None:
+                return None
+            order = order[index + 1 :]
+        for owner in order:
+            found = owner.methods.get(name)
+            if found is not None:
+                return found
+        return None
+
+    def call_target_of_instance(self, cls: ClassInfo) -> Optional[FunctionInfo]:
+        """What `instance(...)` runs: `__call__`, or `forward` for module-like classes."""
+        return self.method(cls, "__call__") or self.method(cls, "forward")
+
+    def attribute_class(self, cls: ClassInfo, attribute: str) -> Optional[ClassInfo]:
+        found = self.attribute_classes(cls, attribute)
+        return found[0] if len(found) == 1 else None
+
+    def attribute_classes(self, cls: ClassInfo, attribute: str, depth: int = 0) -> list[ClassInfo]:
+        """Classes of `self.attribute`, from every value any method of the class (or a base)
+        assigns to it."""
+        out: list[ClassInfo] = []
+        for owner in self.mro(cls):
+            for method, value in owner.attribute_values.get(attribute, ()):
+                for found in self.value_classes(value, method, cls, depth + 1):
+                    if found not in out:
+                        out.append(found)
+        return out
+
+    def element_classes_of_attribute(self, cls: ClassInfo, attribute: str, depth: int = 0) -> list[ClassInfo]:
+        out: list[ClassInfo] = []
+        for owner in self.mro(cls):
+            for method, value in owner.element_values.get(attribute, ()):
+                for found in self.value_classes(value, method, cls, depth + 1):
+                    if found not in out:
+                        out.append(found)
+        return out
+
+    # -- values ----------------------------------------------------------------------------
+    def value_classes(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
+        """The project classes of the instances an expression can evaluate to (empty:
+        unknown). `self_class`: the class of `self` in `function`, when known."""
+        if depth > _DEPTH or function is None:
+            return []
+        module = function.module
+        if isinstance(expr, cst.Name):
+            return self._name_classes(expr, function, self_class, depth)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            cls = self.class_of(func, module, function)
+            if cls is not None:
+                return [cls]
+            out: list[ClassInfo] = []
+            for target in self.resolve_all(expr, function, self_class, depth + 1):
+                returns = target.function.node.returns if isinstance(target.function.node, cst.FunctionDef) else None
+                if returns is not None:
+                    for found in self._annotation_classes(returns.annotation, target.function):
+                        if found not in out:
+                            out.append(found)
+            return out
+        if isinstance(expr, cst.Attribute):
+            out = []
+            for owner in self.value_classes(expr.value, function, self_class, depth + 1):
+                for found in self.attribute_classes(owner, expr.attr.value, depth + 1):
+                    if found not in out:
+                        out.append(found)
+            return out
+        if isinstance(expr, cst.Subscript):
+            return self.element_classes(expr.value, function, self_class, depth + 1)
+        return []
+
+    def element_classes(self, container: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
+        """Classes of the elements of a container expression (`self.layers`,
+        `enumerate(self.layers)`, `self.models.values()`, a local list)."""
+        if depth > _DEPTH:
+            return []
+        if isinstance(container, cst.Call):
+            func = container.func
+            if isinstance(func, cst.Name) and func.value in ("enumerate", "reversed", "list", "tuple", "iter", "sorted") and container.args:
+                return self.element_classes(container.args[0].value, function, self_class, depth + 1)
+            if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not container.args:
+                return self.element_classes(func.value, function, self_class, depth + 1)
+            return []
+        if isinstance(container, cst.Attribute):
+            out: list[ClassInfo] = []
+            for owner in self.value_classes(container.value, function, self_class, depth + 1):
+                for found in self.element_classes_of_attribute(owner, container.attr.value, depth + 1):
+                    if found not in out:
+                        out.append(found)
+            return out
+        if isinstance(container, cst.Name) and function.bindings.binds(container.value):
+            out = []
+            for binding in function.bindings.reaching(container.value, container):
+                if binding.kind in ("assign", "annassign") and binding.value is not None:
+                    from .project import _container_items
+
+                    for item in _container_items(binding.value):
+                        for found in self.value_classes(item, function, self_class, depth + 1):
+                            if found not in out:
+                                out.append(found)
+            return out
+        return []
+
+    def _is_self(self, expr: cst.Name, function: FunctionInfo, anchor: Optional[cst.CSTNode]) -> bool:
+        """The first parameter of a method, still bound to the instance."""
+        if function.cls is None or not function.params or expr.value != function.params[0]:
+            return False
+        if any(_decorator_name(d) in ("staticmethod", "classmethod") for d in function.node.decorators):
+            return False
+        return all(b.kind == "param" for b in function.bindings.reaching(expr.value, anchor))
+
+    def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
+        """Classes of a local name, or of a closure's name in the function that binds it."""
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            bindings = scope.bindings
+            if expr.value in bindings.declared_global:
+                return []
+            if bindings.binds(expr.value):
+                break
+            scope = scope.parent
+        if scope is None:
+            return []
+        # In an enclosing function, a closure sees whatever the name holds when it is called.
+        anchor = expr if scope is function else None
+        own_self = self_class if scope is function else None
+        if self._is_self(expr, scope, anchor):
+            return [own_self or scope.cls]  # type: ignore[list-item]
+        out: list[ClassInfo] = []
+        for binding in scope.bindings.reaching(expr.value, anchor):
+            found: list[ClassInfo] = []
+            if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+                found = self.value_classes(binding.value, scope, own_self, depth + 1)
+            elif binding.kind == "annassign" and isinstance(binding.node, cst.AnnAssign):
+                found = self._annotation_classes(binding.node.annotation.annotation, scope)
+            elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
+                found = self._annotation_classes(binding.node.annotation.annotation, scope)
+            elif binding.kind == "loop" and binding.value is not None:
+                found = self.element_classes(binding.value, scope, own_self, depth + 1)
+            for cls in found:
+                if cls not in out:
+                    out.append(cls)
+        return out
+
+    def _annotation_classes(self, annotation: cst.BaseExpression, function: FunctionInfo) -> list[ClassInfo]:
+        """Classes an annotation names: `Worker`, `"Worker"`, `Optional[Worker]`, `Worker | None`."""
+        annotation = _unquote(annotation)
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            return [*self._annotation_classes(annotation.left, function), *self._annotation_classes(annotation.right, function)]
+        if isinstance(annotation, cst.Subscript):
+            name = self.project.qualified_name(annotation.value, function.module, function)
+            if name in ("typing.Optional", "typing.Union", "Optional", "Union"):
+                out = []
+                for element in annotation.slice:
+                    if isinstance(element.slice, cst.Index):
+                        out.extend(self._annotation_classes(element.slice.value, function))
+                return out
+            return []
+        cls = self.class_of(annotation, function.module, function)
+        return [cls] if cls is not None else []
+
+    # -- callables -------------------------------------------------------------------------
+    def _is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and bool(expr.args)
+            and self.project.qualified_name(expr.func, function.module, function) in tables().python.partial
+        )
+
+    def lambda_function(self, node: cst.Lambda, module: ModuleInfo, enclosing: Optional[FunctionInfo]) -> FunctionInfo:
+        """A lambda as a function of its own: its body is the captured work when it is passed
+        to a capture helper or called from captured code."""
+        key = id(node)
+        if key not in self._lambdas:
+            params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+            prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
+            info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params, cls=None)  # type: ignore[arg-type]
+            stack: list[cst.CSTNode] = [node.body]
+            while stack:
+                current = stack.pop()
+                info.nodes.append(current)
+                if not isinstance(current, cst.Lambda):
+                    stack.extend(reversed(children(current)))
+            self._lambdas[key] = info
+        return self._lambdas[key]
+
+    def callable_target(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo) -> Optional[FunctionInfo]:
+        found = self.callable_targets(expr, function, module)
+        return found[0].function if len(found) == 1 else None
+
+    def callable_targets(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo, self_class: Optional[ClassInfo] = None, depth: int = 0) -> list[Target]:
+        """What calling `expr` runs: a project function, a bound method, a lambda's body,
+        the function a `functools.partial` wraps, an instance's `__call__`/`forward`."""
+        if depth > _DEPTH:
+            return []
+        if isinstance(expr, cst.Lambda):
+            return [Target(self.lambda_function(expr, module, function))]
+        if function is None:
+            if isinstance(expr, (cst.Name, cst.Attribute)):
+                name = self.project.qualified_name(expr, module, None)
+                definition = self.project.lookup(name) if name else None
+                if isinstance(definition, FunctionInfo):
+                    return [Target(definition)]
+            return []
+        if self._is_partial(expr, function):
+            return self.callable_targets(expr.args[0].value, function, module, self_class, depth + 1)  # type: ignore[union-attr]
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)):
+            # Calling it is what the capture does: resolve it as the callee of a call.
+            return self.resolve_all(cst.Call(func=expr), function, self_class, depth + 1)
+        return []
+
+    # -- call sites ------------------------------------------------------------------------
+    def spelled_calls(self, function: FunctionInfo) -> list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+        """Calls in the project written so that they can run `function` (the caller: None at
+        module level): by its name, or for an `__init__` by its class's name (constructions)
+        or `__init__` itself (`super().__init__()`). Only a call so spelled can reach it; each
+        user still resolves the call. A dunder's explicit calls (`super().__call__()`) sit in
+        subclasses, which name the class: modules that do not are not read (a grand-subclass
+        in a module that never names the class is missed)."""
+        key = id(function)
+        found = self._spelled.get(key)
+        if found is not None:
+            return found
+        name = function.name
+        owner = function.cls
+        dunder = owner is not None and name.startswith("__") and name.endswith("__")
+        spellings = {name}
+        if dunder and name == "__init__":
+            spellings.add(owner.name)
+        modules: dict[int, ModuleInfo] = {}
+        for spelling in spellings:
+            for module in self.project.modules_calling(spelling):
+                modules.setdefault(id(module), module)
+        if dunder:
+            token = owner.name.encode()
+            modules = {k: m for k, m in modules.items() if token in self.project.raw_bytes(m)}
+        found = []
+        for module in modules.values():
+            for call, caller in module.iter_calls(tuple(sorted(spellings))):
+                if callee_name(call) in spellings:
+                    found.append((call, caller, module))
+        self._spelled[key] = found
+        return found
+
+    def arguments(self, call: cst.Call, caller: FunctionInfo, target: FunctionInfo) -> tuple[Optional[str], dict[str, cst.BaseExpression]]:
+        """How a call fills the target's parameters: the parameter the receiver or new
+        instance fills (None when the call fills the first parameter itself: a function, a
+        static method, `Base.__init__(self)`), and the explicit arguments by parameter. What
+        `*args` / `**kwargs` fill is not known, nor are positions after a `*args`."""
+        parameters = target.node.params
+        positional = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
+        receiver: Optional[str] = None
+        if target.cls is not None and positional and not has_decorator(target, "staticmethod"):
+            func = call.func
+            explicit = isinstance(func, cst.Attribute) and not (
+                isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+            ) and self.class_of(func.value, caller.module, caller) is not None
+            if not explicit or has_decorator(target, "classmethod"):
+                receiver = positional[0]
+                positional = positional[1:]
+        mapping: dict[str, cst.BaseExpression] = {}
+        index = 0
+        for argument in call.args:
+            if argument.star == "*":
+                break
+            if argument.star or argument.keyword is not None:
+                continue
+            if index < len(positional):
+                mapping[positional[index]] = argument.value
+            index += 1
+        for argument in call.args:
+            if argument.keyword is not None:
+                mapping[argument.keyword.value] = argument.value
+        return receiver, mapping
+
+    # -- calls -----------------------------------------------------------------------------
+    def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
+        """The one function a call runs, or None (unknown, or several)."""
+        found = self.resolve_all(call, function)
+        return found[0].function if len(found) == 1 else None
+
+    def resolve_all(self, call: cst.Call, function: FunctionInfo, self_class: Optional[ClassInfo] = None, depth: int = 0) -> list[Target]:
+        """Every function the call can run (each binding of a local name that can reach it,
+        each known class of the receiver)."""
+        key = (id(call.func), id(function), id(self_class))
+        found = self._resolved.get(key)
+        if found is None:
+            if depth > _DEPTH:
+                return []
+            self._resolved[key] = ()  # recursion through a cycle of names resolves to nothing
+            found = self._resolved[key] = tuple(_unique(self._resolve(call, function, self_class, depth)))
+        return list(found)
+
+    def _resolve(self, call: cst.Call, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
+        func = call.func
+        module = function.module
+        if isinstance(func, cst.Name):
+            return self._resolve_name(func, function, self_class, depth)
+        if isinstance(func, cst.Subscript):
+            return self._instance_calls(self.element_classes(func.value, function, self_class, depth + 1))
+        if isinstance(func, cst.Call):  # `Block()(x)`: the instance made is called
+            return self._instance_calls(self.value_classes(func, function, self_class, depth + 1))
+        if not isinstance(func, cst.Attribute):
+            return []
+        receiver, attribute = func.value, func.attr.value
+        # super().method()
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+            if function.cls is None:
+                return []
+            instance = self_class or function.cls
+            found = self.method(instance, attribute, after=function.cls)
+            return [Target(found, instance)] if found is not None else []
+        if self.project.qualified_name(receiver, module, function) is not None:
+            # A module, or a name bound at module level: a dotted global.
+            return self._resolve_global(func, module, function)
+        out: list[Target] = []
+        for cls in self.value_classes(receiver, function, self_class, depth + 1):
+            found = self.method(cls, attribute)
+            if found is not None:
+                out.append(Target(found, cls))
+                continue
+            # self.attr(...): an instance stored on the object, called.
+            out.extend(self._instance_calls(self.attribute_classes(cls, attribute, depth + 1)))
+        if not out:
+            # A class named through an attribute (`layers.Block.make()`), or a class object.
+            out.extend(self._resolve_global(func, module, function))
+        return out
+
+    def _resolve_name(self, func: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
+        module = function.module
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            bindings = scope.bindings
+            if func.value in bindings.declared_global:
+                break
+            if bindings.binds(func.value):
+                out: list[Target] = []
+                anchor = func if scope is function else None  # a closure reads whatever the name holds when called
+                for binding in bindings.reaching(func.value, anchor):
+                    out.extend(self._binding_targets(binding, scope, self_class, depth))
+                return out
+            scope = scope.parent
+        return self._resolve_global(func, module, function)
+
+    def _binding_targets(self, binding, scope: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
+        """What calling a local name runs, for one binding of it."""
+        module = scope.module
+        if binding.kind == "def":
+            nested = module.function_by_node.get(id(binding.node))
+            return [Target(nested)] if nested is not None else []
+        if binding.kind == "class":
+            return []
+        if binding.kind == "import":
+            definition = self.project.lookup(binding.imported) if binding.imported else None
+            return [Target(definition)] if isinstance(definition, FunctionInfo) else []
+        if binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+            value = binding.value
+            if isinstance(value, cst.Lambda) or self._is_partial(value, scope):
+                return self.callable_targets(value, scope, module, self_class, depth + 1)
+            if isinstance(value, (cst.Name, cst.Attribute)):
+                # An alias of a function or a bound method.
+                targets = self.callable_targets(value, scope, module, self_class, depth + 1)
+                if targets:
+                    return targets
+            return self._instance_calls(self.value_classes(value, scope, self_class, depth + 1))
+        if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
+            return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
+        if binding.kind == "loop" and binding.value is not None:
+            return self._instance_calls(self.element_classes(binding.value, scope, self_class, depth + 1))
+        return []
+
+    def _instance_calls(self, classes: list[ClassInfo]) -> list[Target]:
+        out = []
+        for cls in classes:
+            found = self.call_target_of_instance(cls)
+            if found is not None:
+                out.append(Target(found, cls))
+        return out
+
+    def _resolve_global(self, func: cst.BaseExpression, module: ModuleInfo, function: FunctionInfo) -> list[Target]:
+        name = self.project.qualified_name(func, module, function)
+        if name is None:
+            return []
+        definition = self.project.lookup(name)
+        if isinstance(definition, FunctionInfo):
+            return [Target(definition)]
+        if isinstance(definition, ClassInfo):
+            # Constructing an instance runs its __init__.
+            init = self.method(definition, "__init__")
+            return [Target(init, definition)] if init is not None else []
+        return []
+
+
+def has_decorator(function: FunctionInfo, name: str) -> bool:
+    """Decorated with a bare `@name` (`staticmethod`, `classmethod`)."""
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in getattr(function.node, "decorators", ()))
+
+
+def callee_name(call: cst.Call) -> Optional[str]:
+    """The name a call is spelled with: `f` in `f()` and `a.f()`."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _unique(targets: list[Target]) -> list[Target]:
+    out: list[Target] = []
+    for target in targets:
+        if target not in out:
+            out.append(target)
+    return out
+
+
+def _decorator_name(decorator: cst.Decorator) -> str:
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+
+
+def _c3(cls: ClassInfo, base_orders: list[tuple[ClassInfo, ...]], bases: list[ClassInfo]) -> tuple[ClassInfo, ...]:
+    sequences = [list(order) for order in base_orders if order] + [list(bases)]
+    out = [cls]
+    while True:
+        sequences = [s for s in sequences if s]
+        if not sequences:
+            return tuple(out)
+        for sequence in sequences:
+            head = sequence[0]
+            if not any(head in s[1:] for s in sequences):
+                break
+        else:
+            # No consistent order: depth-first, without repeats.
+            for order in base_orders:
+                for c in order:
+                    if c not in out:
+                        out.append(c)
+            return tuple(out)
+        out.append(head)
+        for s in sequences:
+            if s and s[0] is head:
+                del s[0]
+
+
+def _unquote(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(annotation, cst.SimpleString):
+        try:
+            return cst.parse_expression(annotation.evaluated_value)
+        except Exception:
+            return annotation
+    return annotation

@@ -1,0 +1,119 @@
+"""Effect summaries of functions that rules ask about instead of walking bodies themselves.
+
+`reads_value(function, parameter)`: the function uses the parameter beyond host metadata
+(`t.shape`, `t.dtype`, `t.memory_config()`, `len(t)`, `isinstance(t, ...)`, `t is None`): a
+project predicate given a tensor reads its value only if its body does.
+
+`reaches_device_work`: the function (or a function it calls, transitively, as resolved)
+calls a ttnn or torch op, or calls a callable the analysis cannot see (a parameter, a local,
+an attribute of `self`: user code that may launch device work). Host helpers (logging,
+bookkeeping) reach none.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..core.api_tables import tables
+from .calls import CallResolver, Target
+from .project import FunctionInfo
+
+_FRAMEWORKS = ("ttnn.", "torch.")
+# How many frames down a summary follows calls.
+_DEPTH = 8
+
+
+class Effects:
+    def __init__(self, resolver: CallResolver):
+        self.resolver = resolver
+        self.project = resolver.project
+        self._device: dict[tuple[int, int], bool] = {}
+        self._reads: dict[tuple[int, str], bool] = {}
+
+    def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
+        key = (id(function), parameter)
+        found = self._reads.get(key)
+        if found is None:
+            found = self._reads[key] = any(
+                self._value_use(function, node) for node in function.nodes if type(node) is cst.Name and node.value == parameter
+            ) or any(
+                isinstance(node, (cst.FunctionDef, cst.Lambda)) and _mentions(function.module.code(node), parameter) for node in function.nodes
+            )
+        return found
+
+    def reaches_device_work(self, target: Target, depth: int = 0) -> bool:
+        key = (id(target.function), id(target.self_class))
+        found = self._device.get(key)
+        if found is not None:
+            return found
+        if depth > _DEPTH:
+            return True  # too deep to know: assume it may
+        self._device[key] = False  # a cycle adds nothing
+        found = any(self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function))
+        self._device[key] = found
+        return found
+
+    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
+        name = self.project.qualified_name(call.func, function.module, function)
+        if name is not None and name.startswith(_FRAMEWORKS):
+            return name not in tables().torch.no_device_work
+        targets = self.resolver.resolve_all(call, function, self_class)
+        if targets:
+            return any(self.reaches_device_work(t, depth + 1) for t in targets)
+        return self.unseen_user_callable(call, function)
+
+    def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
+        """A use of the name's value, not only of its host metadata."""
+        parent = function.module.parent(name)
+        table = tables()
+        if isinstance(parent, cst.Param) or (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is name):
+            return False  # a binding, not a use
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            attribute = parent.attr.value
+            return not (attribute in table.tensor.metadata_attributes or attribute in table.host_metadata.attributes or attribute in table.host_metadata.methods)
+        if isinstance(parent, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+            return False  # `t is None`
+        if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Is, cst.IsNot)):
+            return False  # `None is t`
+        if isinstance(parent, cst.Arg):
+            call = function.module.parent(parent)
+            if isinstance(call, cst.Call):
+                if self.project.qualified_name(call.func, function.module, function) in table.tensor.metadata_functions:
+                    return False
+        return True
+
+    def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """A call of something the analysis cannot see into that is user code: a local or
+        parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self.project.qualified_name(func, function.module, function) is None and func.value not in tables().python.not_user_callables
+        if isinstance(func, cst.Attribute):
+            root: cst.BaseExpression = func
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            receiver = function.params[0] if function.cls is not None and function.params else None
+            python = tables().python
+            host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
+            return isinstance(root, cst.Name) and root.value == receiver and not host
+        return isinstance(func, cst.Subscript)
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+def _calls(function: FunctionInfo) -> list[cst.Call]:
+    return [n for n in function.nodes if type(n) is cst.Call]
+
+
+def same_work(a: list[Target], b: list[Target]) -> bool:
+    """Two calls do the same work when they can run the same function on the same class
+    (a side whose class of `self` is unknown matches any)."""
+    return any(
+        x.function is y.function and (x.self_class is y.self_class or x.self_class is None or y.self_class is None)
+        for x in a
+        for y in b
+    )

@@ -1,0 +1,50 @@
+"""Dotted module names, as Python would import a file from the project's source roots.
+
+A file gets one name per source root that holds it (PEP 420: folders need no `__init__.py`),
+plus the name its `__init__.py` packages give it. Imports are resolved by these names only,
+never by a file's stem.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..frontend.discovery import module_name as package_climb_name
+from ..frontend.source import PACKAGE_FILES
+
+
+def source_roots(configured: Iterable[Path], project_root: Path | None, named: Iterable[Path]) -> tuple[Path, ...]:
+    """Configured roots (`src`), the project root and each folder named on the command line,
+    canonical, without repeats, deepest first (the most specific root names a file first)."""
+    roots: list[Path] = []
+    for root in (*configured, *([project_root] if project_root is not None else []), *named):
+        real = Path(os.path.realpath(root))
+        if real.is_dir() and real not in roots:
+            roots.append(real)
+    roots.sort(key=lambda p: len(p.parts), reverse=True)
+    return tuple(roots)
+
+
+def _dotted(parts: Sequence[str]) -> str | None:
+    return ".".join(parts) if parts and all(part.isidentifier() for part in parts) else None
+
+
+def module_names(real: Path, roots: Sequence[Path]) -> tuple[str, ...]:
+    """Every dotted name the file can be imported by; the first is its primary name (the
+    deepest root's). A file no root can import is named by its package climb (or stem)."""
+    names: list[str] = []
+    stem_parts = [] if real.name in PACKAGE_FILES else [real.name.rsplit(".", 1)[0]]
+    for root in roots:
+        try:
+            relative = real.parent.relative_to(root)
+        except ValueError:
+            continue
+        name = _dotted([*relative.parts, *stem_parts])
+        if name is not None and name not in names:
+            names.append(name)
+    climbed = package_climb_name(real, real)
+    if climbed not in names:
+        names.append(climbed)
+    return tuple(names)

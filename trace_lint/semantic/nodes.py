@@ -1,0 +1,23 @@
+"""Small queries on a function's nodes and a call's arguments, shared by every stage."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .project import FunctionInfo
+
+
+def iter_body_nodes(function: FunctionInfo) -> list[cst.CSTNode]:
+    """Every node of a function's body in source order, not entering nested defs, classes or lambdas."""
+    return function.nodes
+
+
+def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, cst.BaseExpression]]:
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    return positional, keywords
+
+
+def path_to(function: FunctionInfo, target: cst.CSTNode) -> list[cst.CSTNode]:
+    """The ancestors of `target` inside the function, outermost first."""
+    return function.module.ancestors(target, stop=function.node)

@@ -1,0 +1,1244 @@
+"""The project index: every checked file as a module, parsed lazily, with its imports,
+functions and classes, and name resolution through imports and aliases.
+
+Nothing here knows about captures or rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Union
+
+import libcst as cst
+
+from ..frontend import syntax_limits
+from .bindings import ScopeBindings
+from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
+from ..frontend.syntax_walk import Span, children, parse_module, positions
+from ..frontend.text_index import called_names, count_words, defined_names
+
+CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    qualname: str  # within the module: "Outer.Inner"
+    node: cst.ClassDef
+    module: "ModuleInfo"
+    methods: dict[str, "FunctionInfo"] = field(default_factory=dict)
+    # self.attr = SomeClass(...) / self.attr = self.make() -> the expression naming the class
+    attribute_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # self.layers = [Layer(...) for ...] / ModuleList([...]) -> the element constructor
+    element_types: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    # Every value assigned to `self.attr` in any method, with the method (the resolver
+    # infers classes from them: constructors, factories, annotated parameters).
+    attribute_values: dict[str, list[tuple["FunctionInfo", cst.BaseExpression]]] = field(default_factory=dict)
+    # Values put into the container `self.attr`: list/tuple/dict displays' elements,
+    # `self.attr[k] = v`, `self.attr.append(v)`.
+    element_values: dict[str, list[tuple["FunctionInfo", cst.BaseExpression]]] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.module.name}.{self.qualname}"
+
+
+@dataclass
+class FunctionInfo:
+    name: str
+    qualname: str  # within the module: "Class.method", "outer.<locals>.inner"
+    node: cst.FunctionDef
+    module: "ModuleInfo"
+    cls: Optional[ClassInfo] = None
+    parent: Optional["FunctionInfo"] = None
+    params: list[str] = field(default_factory=list)
+    imports: dict[str, str] = field(default_factory=dict)
+    # Declared with `# trace-lint: captured` on its def line.
+    declared_captured: bool = False
+    nested: dict[str, "FunctionInfo"] = field(default_factory=dict)
+    # Every node of the body in source order, not entering nested defs, classes or lambdas
+    # (the nested def, class or lambda node itself is included). Built in the parse pass.
+    nodes: list[cst.CSTNode] = field(default_factory=list)
+    _bindings: Optional["ScopeBindings"] = field(default=None, repr=False)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.module.name}.{self.qualname}"
+
+    @property
+    def bindings(self) -> "ScopeBindings":
+        """Every binding of this function's scope, and which reach each statement."""
+        if self._bindings is None:
+            module = self.module
+            self._bindings = ScopeBindings(self, lambda dots, base: _import_from_base(module, dots, base))
+        return self._bindings
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+Definition = Union[FunctionInfo, ClassInfo]
+
+
+class SharedParses:
+    """While active (`with SharedParses():`), libcst's parse of each chunk of a file, and its
+    positions, are kept for every copy of the project in this process (`parallel.fresh_copy`:
+    groups of candidate files analysed one after another): the parse and positions pass are
+    pure functions of the text, and most of a run's time. Everything else (what a module
+    collects from its trees, which modules an engine loads) stays each copy's own. Keyed by
+    the file's display path and the chunk's place: two files with the same text never share
+    a tree inside one project."""
+
+    active: Optional["SharedParses"] = None
+
+    def __init__(self) -> None:
+        self.outlines: dict[tuple[str, str], syntax_limits.Outline] = {}
+        self.trees: dict[tuple[str, int, bool, str], cst.Module] = {}
+        self.spans: dict[int, tuple[cst.Module, int, dict]] = {}
+
+    def __enter__(self) -> "SharedParses":
+        SharedParses.active = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        SharedParses.active = None
+
+
+def _outline(module: "ModuleInfo", text: str):
+    """`syntax_limits.read` of a module's text (the `ast` outline; read, never changed)."""
+    shared = SharedParses.active
+    if shared is None:
+        return syntax_limits.read(text)
+    key = (module.display_path, text)
+    checked = shared.outlines.get(key)
+    if checked is None:
+        checked = shared.outlines[key] = syntax_limits.read(text)
+    return checked
+
+
+def _parse_chunk(module: "ModuleInfo", chunk: "_Chunk") -> cst.Module:
+    shared = SharedParses.active
+    if shared is None:
+        return parse_module(chunk.text)
+    key = (module.display_path, chunk.first_line, chunk.is_rest, chunk.text)
+    tree = shared.trees.get(key)
+    if tree is None:
+        tree = shared.trees[key] = parse_module(chunk.text)
+    return tree
+
+
+def _chunk_positions(tree: cst.Module, first_line: int) -> dict:
+    shared = SharedParses.active
+    if shared is None:
+        return positions(tree, first_line)
+    found = shared.spans.get(id(tree))
+    if found is None or found[0] is not tree or found[1] != first_line:
+        found = shared.spans[id(tree)] = (tree, first_line, positions(tree, first_line))
+    return found[2]
+
+
+class _Chunk:
+    """A part of a module that libcst parses on its own: one top-level `def` or `class`
+    (with its decorators), or the rest of the module ("module-level code", in which those
+    parts are blank lines so that line numbers stay the same)."""
+
+    __slots__ = ("first_line", "text", "is_rest", "tree", "parsed", "positioned", "functions")
+
+    def __init__(self, first_line: int, text: str, is_rest: bool):
+        self.first_line = first_line
+        self.text = text
+        self.is_rest = is_rest
+        self.tree: Optional[cst.Module] = None
+        self.parsed = False
+        self.positioned = False
+        # Functions defined in this chunk, in source order.
+        self.functions: list[FunctionInfo] = []
+
+    def mentions(self, tokens: "Iterable[str] | Callable[[str], bool]") -> bool:
+        if callable(tokens):
+            return tokens(self.text)
+        return any(token in self.text for token in tokens)
+
+
+class _Positions:
+    """Node -> Span, computed per chunk on first use: the position pass costs about as much
+    as the parse, and most parsed code never needs positions."""
+
+    def __init__(self, module: "ModuleInfo"):
+        self.module = module
+        self.spans: dict[int, Span] = {}  # by id(node)
+
+    def __getitem__(self, node: cst.CSTNode) -> Span:
+        span = self.spans.get(id(node))
+        if span is None:
+            self.module._position_chunk_of(node)
+            span = self.spans[id(node)]
+        return span
+
+    def get(self, node: cst.CSTNode, default=None):
+        span = self.spans.get(id(node))
+        if span is None:
+            try:
+                span = self[node]
+            except KeyError:
+                return default
+        return span
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return self.get(node) is not None
+
+
+class _TopLevel(Mapping):
+    """Module-level name -> definition; the chunk defining it is parsed on first access."""
+
+    def __init__(self, module: "ModuleInfo"):
+        self.module = module
+        self.parsed: dict[str, Definition] = {}
+
+    def __getitem__(self, name: str) -> Definition:
+        chunk = self.module._owner.get(name)
+        if chunk is not None:
+            self.module._parse(chunk)
+        return self.parsed[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.module._owner or name in self.parsed
+
+    def __iter__(self):
+        self.module._parse_all()
+        return iter(self.parsed)
+
+    def __len__(self) -> int:
+        self.module._parse_all()
+        return len(self.parsed)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class ModuleInfo:
+    """One source file. Read and outlined with `ast` on first use; libcst parses each
+    top-level def or class, and the module-level code, only when something needs it."""
+
+    # Files loaded in this process, for progress on a terminal.
+    parsed_count = 0
+
+    def __init__(self, path: Path, name: "str | tuple[str, ...]", display_path: str, text: Optional[str] = None):
+        self.path = path
+        # Every dotted name the file can be imported by (one per source root holding it);
+        # the first is the primary one, used in qualified names.
+        self.names: tuple[str, ...] = (name,) if isinstance(name, str) else tuple(name)
+        self.name = self.names[0]
+        # The name this module's own definitions are qualified by (the project sets another
+        # where two files claim `name`).
+        self.own_name = self.name
+        # The parse text had over-long expressions replaced (syntax_limits): no fix is built
+        # from this module's tree.
+        self.text_reduced = False
+        self.display_path = display_path
+        self.is_package = path.name in PACKAGE_FILES
+        self._text = text
+        self._loaded = False
+        self._ok = False
+        self.source: Optional[SourceText] = None
+        self.read_error: Optional[str] = None
+        self.parse_error: Optional[tuple[str, int, int]] = None
+        self.outline: Optional[ast.Module] = None
+        self._chunks: list[_Chunk] = []
+        self._rest: Optional[_Chunk] = None
+        self._chunk_by_root: dict[int, _Chunk] = {}
+        # Module-level name -> the chunk whose definition of it wins (the last one).
+        self._owner: dict[str, _Chunk] = {}
+        # Method name -> the chunks of classes that define it.
+        self._method_chunks: dict[str, list[_Chunk]] = {}
+        self.positions = _Positions(self)
+        self.imports: dict[str, str] = {}
+        self.functions: dict[str, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.top_level = _TopLevel(self)
+        self.function_by_node: dict[int, FunctionInfo] = {}
+        # Parent of every parsed node (by id).
+        self.parents: dict[int, cst.CSTNode] = {}
+        # Module-level names bound to mutable values (containers) and all module-level names.
+        self.globals: set[str] = set()
+        # Module-level bindings in source order: name -> [(kind, imported, conditional, is_none)]
+        # (from the outline), and what each name means once the module has run.
+        self.global_bindings: dict[str, list[tuple[str, Optional[str], bool, bool]]] = {}
+        self._global_meanings: dict[str, tuple[str, Optional[str]]] = {}
+        self._rest_nodes: list[cst.CSTNode] = []
+
+    # -- loading -------------------------------------------------------------------------
+    def load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self._text is not None:
+            self.source = SourceText(self._text)
+        else:
+            try:
+                self.source = decode(read_bytes(self.path))
+            except ReadError as error:
+                self.read_error = str(error)
+                self.source = SourceText("")
+                return
+        if self.source.error:
+            self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
+            return
+        ModuleInfo.parsed_count += 1
+        # Measured before any parser that can crash sees it; `text` keeps every position.
+        checked = _outline(self, self.source.text)
+        if checked.error is not None:
+            self.parse_error = checked.error
+            return
+        text, outline = checked.text, checked.tree
+        self.text_reduced = checked.reduced
+        if outline is not None:
+            self.outline = outline
+            self._split(outline, text)
+            self._ok = True
+            return
+        # This Python's parser refuses it: libcst decides, on the whole module (it may be
+        # newer syntax that libcst knows).
+        chunk = _Chunk(1, text, is_rest=True)
+        try:
+            chunk.tree = parse_module(text, validate=True)
+        except cst.ParserSyntaxError as error:
+            self.parse_error = _syntax_error_position(text, error)
+            return
+        except (RecursionError, MemoryError, ValueError) as error:
+            self.parse_error = (f"cannot parse: {type(error).__name__}", 1, 1)
+            return
+        self._chunks = [chunk]
+        self._rest = chunk
+        if self._parse(chunk):
+            self._ok = True
+
+    def _split(self, outline: ast.Module, text: str) -> None:
+        """Chunks from the outline: every top-level def and class, and the rest."""
+        ends = [m.end() for m in _LINE_END.finditer(text)]
+        offsets = [0, *ends]  # offsets[n - 1]: where line n starts
+
+        def line_start(line: int) -> int:
+            return offsets[line - 1] if line - 1 < len(offsets) else len(text)
+
+        rest_parts: list[str] = []
+        cursor = 0
+        chunks: list[_Chunk] = []
+        by_statement: dict[int, _Chunk] = {}
+        for statement in outline.body:
+            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+            last = statement.end_lineno or statement.lineno
+            begin, end = line_start(first), line_start(last + 1)
+            chunk = _Chunk(first, text[begin:end], is_rest=False)
+            chunks.append(chunk)
+            by_statement[id(statement)] = chunk
+            rest_parts.append(text[cursor:begin])
+            # Blank lines keep every later line where it was.
+            rest_parts.append("".join(m.group() for m in _LINE_END.finditer(text, begin, end)))
+            cursor = end
+        rest_parts.append(text[cursor:])
+        self._rest = _Chunk(1, "".join(rest_parts), is_rest=True)
+        self._chunks = [self._rest, *chunks]
+        _OutlineReader(self, by_statement).read(outline)
+
+    def _parse(self, chunk: _Chunk) -> bool:
+        """Parse and index one chunk (once). False when it cannot be analysed."""
+        if chunk.parsed:
+            return chunk.tree is not None
+        chunk.parsed = True
+        if chunk.tree is None:
+            try:
+                chunk.tree = _parse_chunk(self, chunk)
+            except cst.ParserSyntaxError as error:
+                # Valid for this Python, not for libcst (newer syntax).
+                message, line, column = _syntax_error_position(chunk.text, error)
+                self._record_error((message, line + chunk.first_line - 1 if not chunk.is_rest else line, column))
+                return False
+            except (RecursionError, MemoryError, ValueError) as error:
+                self._record_error((f"cannot parse: {type(error).__name__}", chunk.first_line, 1))
+                chunk.tree = None
+                return False
+        self._chunk_by_root[id(chunk.tree)] = chunk
+        try:
+            _Collector(self, chunk).collect(chunk.tree)
+        except (RecursionError, KeyError):
+            # libcst re-raises a RecursionError in position tracking as a KeyError.
+            self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
+            chunk.tree = None
+            chunk.functions = []
+            return False
+        return True
+
+    def _record_error(self, error: tuple[str, int, int]) -> None:
+        if self.parse_error is None:
+            self.parse_error = error
+
+    def _parse_all(self, tokens=None) -> list[_Chunk]:
+        """Parse the chunks that mention any of the tokens, or whose text the test accepts
+        (all chunks without either)."""
+        self.load()
+        if tokens is not None and not callable(tokens):
+            tokens = tuple(tokens)  # read once per chunk
+        chosen = []
+        for chunk in self._chunks:
+            if tokens is None or chunk.mentions(tokens):
+                if self._parse(chunk):
+                    chosen.append(chunk)
+        return chosen
+
+    def _positions_of(self, chunk: _Chunk) -> None:
+        if chunk.positioned or chunk.tree is None:
+            return
+        chunk.positioned = True
+        try:
+            spans = _chunk_positions(chunk.tree, 1 if chunk.is_rest else chunk.first_line)
+        except (RecursionError, KeyError):
+            self._record_error(("cannot analyse: code nested too deeply", chunk.first_line, 1))
+            return
+        self.positions.spans.update(spans)
+
+    def _chunk_of(self, node: cst.CSTNode) -> Optional[_Chunk]:
+        """The parsed chunk a node belongs to (None: a node built by the analysis)."""
+        root = node
+        parents = self.parents
+        while id(root) in parents:
+            root = parents[id(root)]
+        return self._chunk_by_root.get(id(root))
+
+    def _position_chunk_of(self, node: cst.CSTNode) -> None:
+        chunk = self._chunk_of(node)
+        if chunk is not None:
+            self._positions_of(chunk)
+
+    # -- parts -----------------------------------------------------------------------------
+    @property
+    def tree(self) -> Optional[cst.Module]:
+        """The module-level code (top-level defs and classes are parsed separately)."""
+        self.load()
+        if self._rest is None or not self._parse(self._rest):
+            return None
+        return self._rest.tree
+
+    @property
+    def nodes(self) -> list[cst.CSTNode]:
+        """Every node of module-level code in source order, not entering defs or classes."""
+        self.load()
+        if self._rest is None or not self._parse(self._rest):
+            return []
+        return self._rest_nodes
+
+    @property
+    def text(self) -> str:
+        self.load()
+        return self.source.text if self.source else ""
+
+    @property
+    def ok(self) -> bool:
+        self.load()
+        return self._ok
+
+    # -- positions -----------------------------------------------------------------------
+    def range(self, node: cst.CSTNode) -> Span:
+        return self.positions[node]
+
+    def start(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.positions[node]
+        return (r.start.line, r.start.column)
+
+    def end(self, node: cst.CSTNode) -> tuple[int, int]:
+        r = self.positions[node]
+        return (r.end.line, r.end.column)
+
+    def code(self, node: cst.CSTNode) -> str:
+        chunk = self._chunk_of(node)
+        tree = chunk.tree if chunk is not None and chunk.tree is not None else _EMPTY_MODULE
+        return tree.code_for_node(node)
+
+    def normalized(self, node: cst.CSTNode) -> str:
+        """Source of an expression with whitespace removed, for comparing expressions."""
+        return re.sub(r"\s+", "", self.code(node))
+
+    # -- functions -----------------------------------------------------------------------
+    def iter_functions(self, tokens: "Optional[Iterable[str] | Callable[[str], bool]]" = None) -> Iterator[FunctionInfo]:
+        """Functions in source order; with tokens (or a test of a chunk's text), only those
+        of the chunks that mention one."""
+        return (f for chunk in self._parse_all(tokens) for f in chunk.functions)
+
+    def tokens_for(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Strings that code calling one of these dotted names must contain: the last part,
+        or a local name this module imports as the name itself."""
+        self.load()
+        names = set(names)
+        tokens = {name.rsplit(".", 1)[-1] for name in names}
+        tokens.update(local for local, full in self.imports.items() if full in names)
+        return tuple(sorted(tokens))
+
+    def classes_defining(self, method: str) -> list[ClassInfo]:
+        """Classes (parsed on demand) that define a method of this name."""
+        self.load()
+        for chunk in self._method_chunks.get(method, ()):
+            self._parse(chunk)
+        return [cls for cls in self.classes.values() if method in cls.methods]
+
+    def global_meaning(self, name: str) -> tuple[str, Optional[str]]:
+        """What a module-level name holds after the module ran: ("import", dotted name),
+        ("def", None) for a top-level def or class, ("other", None), or ("unbound", None).
+        A later unconditional binding shadows earlier ones; conditional ones after it are
+        alternatives; `name = None` fallbacks (`except ImportError: ttnn = None`) do not
+        count against an import."""
+        self.load()
+        found = self._global_meanings.get(name)
+        if found is not None:
+            return found
+        bindings = self.global_bindings.get(name)
+        if not bindings:
+            found = ("unbound", None)
+        else:
+            last = max((i for i, b in enumerate(bindings) if not b[2]), default=0)
+            alive = bindings[last:]
+            if len(alive) > 1:
+                alive = [b for b in alive if not b[3]] or alive
+            kinds = {b[0] for b in alive}
+            if kinds == {"import"} and len({b[1] for b in alive}) == 1:
+                found = ("import", alive[0][1])
+            elif kinds <= {"def", "class"}:
+                found = ("def", None)
+            else:
+                found = ("other", None)
+        self._global_meanings[name] = found
+        return found
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode, stop: Optional[cst.CSTNode] = None) -> list[cst.CSTNode]:
+        """Ancestors of a node, outermost first, up to (not including) `stop`."""
+        chain = []
+        current = self.parents.get(id(node))
+        while current is not None and current is not stop:
+            chain.append(current)
+            current = self.parents.get(id(current))
+        chain.reverse()
+        return chain
+
+    def iter_calls(self, tokens: Optional[Iterable[str]] = None) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
+        """Every call in the module with the function it is written in (None: module level);
+        with tokens, only in the chunks that mention one (a call spelled with them)."""
+        chunks = self._parse_all(tokens)
+        for chunk in chunks:
+            if chunk.is_rest:
+                for node in self._rest_nodes:
+                    if isinstance(node, cst.Call):
+                        yield node, None
+        for chunk in chunks:
+            for function in chunk.functions:
+                for node in function.nodes:
+                    if isinstance(node, cst.Call):
+                        yield node, function
+
+    def __repr__(self) -> str:
+        return f"ModuleInfo({self.name!r}, {self.display_path!r})"
+
+
+_EMPTY_MODULE = cst.Module([])
+
+
+def _syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[str, int, int]:
+    """libcst places tokenizer errors at 1:1; CPython's parser (no code is run) knows better."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        return (f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", error.message)
+    return (f"syntax error: {message}", error.editor_line, error.editor_column)
+
+
+def _import_alias_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_import_alias_name(node.value)}.{node.attr.value}"
+    raise ValueError(node)
+
+
+def _package_of(module: ModuleInfo, name: Optional[str] = None) -> str:
+    name = module.name if name is None else name
+    return name if module.is_package else name.rpartition(".")[0]
+
+
+def _import_from_base(module: ModuleInfo, dots: int, base: str) -> Optional[str]:
+    """The dotted name a relative import names, from the first of the module's names whose
+    package is deep enough for the dots (a shallower root names more parents)."""
+    if not dots:
+        return base
+    for name in module.names:
+        package = _package_of(module, name).split(".") if _package_of(module, name) else []
+        if dots - 1 >= len(package):
+            continue
+        anchor = package[: len(package) - (dots - 1)]
+        return ".".join([*anchor, base] if base else anchor)
+    return None
+
+
+class _OutlineReader:
+    """From the `ast` outline: module-level imports and names, which chunk defines each
+    top-level name, and which chunks define methods of each name. The same facts as the
+    libcst collector gives for module scope, without libcst."""
+
+    def __init__(self, module: ModuleInfo, chunk_of_statement: dict[int, _Chunk]):
+        self.module = module
+        self.chunk_of_statement = chunk_of_statement
+
+    def read(self, outline: ast.Module) -> None:
+        module = self.module
+        rest = module._rest
+        assert rest is not None
+        for statement in outline.body:
+            chunk = self.chunk_of_statement.get(id(statement), rest)
+            self._statement(statement, chunk, in_class=False)
+
+    def _global(self, name: str, kind: str, imported: Optional[str] = None, is_none: bool = False) -> None:
+        self.module.global_bindings.setdefault(name, []).append((kind, imported, self.conditional, is_none))
+
+    conditional = False
+
+    def _statement(self, node: ast.stmt, chunk: _Chunk, in_class: bool) -> None:
+        module = self.module
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not in_class:
+                module._owner[node.name] = chunk
+                module.globals.add(node.name)
+                self._global(node.name, "def")
+            return  # imports inside a function are the function's own
+        if isinstance(node, ast.ClassDef):
+            if not in_class:
+                module._owner[node.name] = chunk
+                module.globals.add(node.name)
+                self._global(node.name, "class")
+            self._class_methods(node, chunk)
+            for child in node.body:
+                self._statement(child, chunk, in_class=True)
+            return
+        if not in_class:
+            self._module_level_bindings(node)
+        if isinstance(node, ast.Import):
+            mapping = {}
+            for alias in node.names:
+                if alias.asname is not None:
+                    mapping[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    mapping[head] = head
+            self._bind(mapping, in_class)
+        elif isinstance(node, ast.ImportFrom):
+            base = _import_from_base(module, node.level, node.module or "")
+            if base is None or any(a.name == "*" for a in node.names):
+                return
+            self._bind({a.asname or a.name: f"{base}.{a.name}" if base else a.name for a in node.names}, in_class)
+        elif isinstance(node, ast.Assign) and not in_class:
+            for target in node.targets:
+                module.globals.update(_ast_target_names(target))
+        elif isinstance(node, ast.AnnAssign) and not in_class:
+            module.globals.update(_ast_target_names(node.target))
+        outer = self.conditional
+        for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            # Branches and loop bodies may not run; a try body, a with body and a finally do.
+            runs_always = field_name == "finalbody" or (field_name == "body" and isinstance(node, (ast.Try, ast.With, ast.AsyncWith, *_TRY_STAR)))
+            self.conditional = outer or not runs_always
+            for child in getattr(node, field_name, ()):
+                if isinstance(child, ast.stmt):
+                    self._statement(child, chunk, in_class)
+                else:  # an except handler or a match case
+                    for grandchild in child.body:
+                        self._statement(grandchild, chunk, in_class)
+        self.conditional = outer
+
+    def _module_level_bindings(self, node: ast.stmt) -> None:
+        """Module-level bindings other than def and class, in source order."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    self._global(alias.asname, "import", alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    self._global(head, "import", head)
+        elif isinstance(node, ast.ImportFrom):
+            base = _import_from_base(self.module, node.level, node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                if base is None:
+                    self._global(alias.asname or alias.name, "other")
+                else:
+                    self._global(alias.asname or alias.name, "import", f"{base}.{alias.name}" if base else alias.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            if isinstance(node, ast.AnnAssign) and value is None:
+                return
+            for target in targets:
+                for name in _ast_target_names(target):
+                    self._global(name, "other", is_none=is_none)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            for name in _ast_target_names(node.target):
+                self._global(name, "other")
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    for name in _ast_target_names(item.optional_vars):
+                        self._global(name, "other")
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                for name in _ast_target_names(target):
+                    self._global(name, "other")
+        for child in ast.walk(node) if not isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR)) else ():
+            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                self._global(child.target.id, "other")
+
+    def _bind(self, mapping: dict[str, str], in_class: bool) -> None:
+        # A class body's imports are the class's own: methods do not see them.
+        if not in_class:
+            self.module.imports.update(mapping)
+            self.module.globals.update(mapping)
+
+    def _class_methods(self, node: ast.ClassDef, chunk: _Chunk) -> None:
+        # Nested classes come through `_statement`; classes inside functions are not seen
+        # (a method found nowhere resolves to nothing).
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                holders = self.module._method_chunks.setdefault(item.name, [])
+                if chunk not in holders:
+                    holders.append(chunk)
+
+
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+
+
+def _ast_target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = []
+        for element in target.elts:
+            names.extend(_ast_target_names(element))
+        return names
+    return []
+
+
+# Node types the collector does more for than recording them.
+_COLLECTED = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Import, cst.ImportFrom, cst.Assign, cst.AnnAssign})
+
+
+class _Collector:
+    """One pass over a chunk: functions, classes, function-level imports, parent links and
+    each function's node list."""
+
+    def __init__(self, module: ModuleInfo, chunk: _Chunk):
+        self.module = module
+        self.chunk = chunk
+        self.function_stack: list[FunctionInfo] = []
+        # Innermost last: the class or function whose body we are in.
+        self.enclosing: list[Definition] = []
+        # qualname prefixes
+        self.scope: list[str] = []
+        # The list that collects the nodes of the innermost open function (None: not a body).
+        self.owner: Optional[list[cst.CSTNode]] = None
+        self.rest_nodes: list[cst.CSTNode] = []
+        self.body_owner: dict[int, list[cst.CSTNode]] = {}
+        self.has_marker: Optional[bool] = None  # does the chunk mention `trace-lint` at all
+        # A definition registers its name only if this chunk is the one whose definition
+        # of the top-level name wins (a later `def f` hides an earlier one).
+        self.registering = True
+
+    def collect(self, tree: cst.Module) -> None:
+        self.owner = self.rest_nodes if self.chunk.is_rest else None
+        parents = self.module.parents
+        for statement in tree.body:
+            self._walk(statement, tree, parents)
+        if self.chunk.is_rest:
+            self.module._rest_nodes = self.rest_nodes
+
+    def _walk(self, node: cst.CSTNode, parent: cst.CSTNode, parents: dict) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner.append(node)
+        parents[id(node)] = parent
+        kind = type(node)  # libcst's classes are ABCs: `type(...) is` is much cheaper
+        if kind not in _COLLECTED:
+            for child in children(node):
+                self._walk(child, node, parents)
+            return
+        if kind is cst.FunctionDef:
+            info = self._enter_function(node)
+            # Decorators, defaults and annotations are not the body.
+            self.owner = None
+            self.body_owner[id(node.body)] = info.nodes
+            for child in children(node):
+                if child is node.body:
+                    self.owner = info.nodes
+                    self._walk_block(child, node, parents, info.nodes)
+                    self.owner = None
+                else:
+                    self._walk(child, node, parents)
+            self._leave_function(info)
+            self.owner = owner
+            return
+        if kind is cst.ClassDef:
+            self._enter_class(node)
+            if self.function_stack:
+                self.owner = None  # a class inside a function: not that function's code
+            for child in children(node):
+                self._walk(child, node, parents)
+            self._leave_class()
+            self.owner = owner
+            return
+        if kind is cst.Lambda:
+            self.owner = None
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            self._import(node)
+        elif kind is cst.Assign and not self.enclosing:
+            for target in node.targets:
+                self.module.globals.update(_target_names(target.target))
+        elif kind is cst.AnnAssign and not self.enclosing:
+            self.module.globals.update(_target_names(node.target))
+        for child in children(node):
+            self._walk(child, node, parents)
+        self.owner = owner
+
+    def _walk_block(self, block: cst.CSTNode, parent: cst.CSTNode, parents: dict, nodes: list) -> None:
+        # The block itself is in no node list; its statements are the function's.
+        parents[id(block)] = parent
+        for child in children(block):
+            self._walk(child, block, parents)
+
+    def _import(self, node: cst.CSTNode) -> None:
+        """Imports in a function bind there; module-level ones come from the outline, unless
+        there is none (libcst alone parsed the module)."""
+        if not self.function_stack and self.module.outline is not None:
+            return
+        mapping: dict[str, str] = {}
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _import_alias_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    mapping[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    mapping[head] = head
+        else:
+            assert isinstance(node, cst.ImportFrom)
+            base = _import_from_base(self.module, len(node.relative), _import_alias_name(node.module) if node.module is not None else "")
+            if base is None or isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = _import_alias_name(alias.name)
+                local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+                mapping[local] = f"{base}.{name}" if base else name
+        if self.function_stack:
+            self.function_stack[-1].imports.update(mapping)
+        elif not self.enclosing:  # a class body's imports are the class's own
+            self.module.imports.update(mapping)
+            self.module.globals.update(mapping)
+
+    def _top_level_name(self, name: str) -> None:
+        """Entering a definition at module scope: does this chunk own the name?"""
+        if not self.scope:
+            owner = self.module._owner.get(name)
+            self.registering = owner is None or owner is self.chunk
+
+    def _enter_class(self, node: cst.ClassDef) -> None:
+        self._top_level_name(node.name.value)
+        qualname = ".".join([*self.scope, node.name.value])
+        info = ClassInfo(node.name.value, qualname, node, self.module)
+        if self.registering:
+            self.module.classes[qualname] = info
+            if not self.scope:
+                self.module.top_level.parsed[node.name.value] = info
+                self.module.globals.add(node.name.value)
+        self.enclosing.append(info)
+        self.scope.append(node.name.value)
+
+    def _leave_class(self) -> None:
+        self.enclosing.pop()
+        self.scope.pop()
+
+    def _enter_function(self, node: cst.FunctionDef) -> FunctionInfo:
+        self._top_level_name(node.name.value)
+        qualname = ".".join([*self.scope, node.name.value])
+        parent = self.function_stack[-1] if self.function_stack else None
+        cls = self.enclosing[-1] if self.enclosing and isinstance(self.enclosing[-1], ClassInfo) else None
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+        for star in (node.params.star_arg, node.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                params.append(star.name.value)
+        info = FunctionInfo(node.name.value, qualname, node, self.module, cls=cls, parent=parent, params=params)
+        info.declared_captured = self._has_captured_comment(node)
+        self.module.function_by_node[id(node)] = info
+        if self.registering:
+            self.module.functions[qualname] = info
+            self.chunk.functions.append(info)
+            if cls is not None:
+                cls.methods[node.name.value] = info
+            elif parent is not None:
+                parent.nested[node.name.value] = info
+            elif not self.scope:
+                self.module.top_level.parsed[node.name.value] = info
+                self.module.globals.add(node.name.value)
+        elif parent is not None:
+            parent.nested[node.name.value] = info
+        self.function_stack.append(info)
+        self.enclosing.append(info)
+        self.scope.extend([node.name.value, "<locals>"])
+        return info
+
+    def _leave_function(self, info: FunctionInfo) -> None:
+        self.function_stack.pop()
+        self.enclosing.pop()
+        self.scope.pop()
+        self.scope.pop()
+        if info.cls is not None:
+            _record_attribute_types(info)
+
+    def _has_captured_comment(self, node: cst.FunctionDef) -> bool:
+        """A `# trace-lint: captured` comment on the def line or the lines of its signature
+        (a comment token: the same words in a docstring or a string do not count)."""
+        if self.has_marker is None:
+            self.has_marker = "trace-lint" in self.chunk.text
+        if not self.has_marker:
+            return False
+        return any(CAPTURED_COMMENT.search(comment) for comment in _signature_comments(node))
+
+
+def _signature_comments(node: cst.FunctionDef) -> Iterator[str]:
+    """Comments from `def` to the colon, and after the colon on that line."""
+    above = {id(n) for n in (*node.leading_lines, *node.lines_after_decorators, *node.decorators, node.body)}
+    body = node.body
+    stack: list[cst.CSTNode] = [c for c in node.children if id(c) not in above]
+    stack.append(body.header if isinstance(body, cst.IndentedBlock) else body.trailing_whitespace)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Comment):
+            yield current.value
+        stack.extend(current.children)
+
+
+def _record_attribute_types(method: FunctionInfo) -> None:
+    """`self.attr = value`, `self.attr[k] = value` and `self.attr.append(value)` inside a method."""
+    if not method.params:
+        return
+    receiver = method.params[0]
+    cls = method.cls
+    assert cls is not None
+
+    def self_attribute(expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == receiver:
+            return expr.attr.value
+        return None
+
+    for statement in method.nodes:
+        kind = type(statement)
+        if kind is cst.Call:
+            func = statement.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "insert", "add") and statement.args:
+                attribute = self_attribute(func.value)
+                if attribute is not None:
+                    cls.element_values.setdefault(attribute, []).append((method, statement.args[-1].value))
+            continue
+        if kind is cst.AnnAssign and statement.value is not None:
+            pairs = [(statement.target, statement.value)]
+        elif kind is cst.Assign:
+            pairs = [(t.target, statement.value) for t in statement.targets]
+        else:
+            continue
+        value = statement.value
+        constructor = value.func if isinstance(value, cst.Call) else None
+        element = element_constructor(value)
+        for t, value in pairs:
+            attribute = self_attribute(t)
+            if attribute is not None:
+                cls.attribute_values.setdefault(attribute, []).append((method, value))
+                for item in _container_items(value):
+                    cls.element_values.setdefault(attribute, []).append((method, item))
+                # __init__ wins over other methods.
+                if constructor is not None and (attribute not in cls.attribute_types or method.name == "__init__"):
+                    cls.attribute_types[attribute] = constructor
+                if element is not None and (attribute not in cls.element_types or method.name == "__init__"):
+                    cls.element_types[attribute] = element
+            elif isinstance(t, cst.Subscript):
+                attribute = self_attribute(t.value)
+                if attribute is not None:
+                    cls.element_values.setdefault(attribute, []).append((method, value))
+
+
+# Calls that build a container of their arguments' elements (torch's module containers).
+_CONTAINER_CALLS = frozenset({"list", "tuple", "dict", "ModuleList", "ModuleDict", "Sequential", "ParameterList"})
+
+
+def _container_items(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The element expressions of a list, tuple, set or dict display or comprehension, and
+    of a call wrapping one (`ModuleList([...])`, `nn.Sequential(A(), B())`)."""
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return [value.elt]
+    if isinstance(value, cst.DictComp):
+        return [value.value]
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    func = value.func if isinstance(value, cst.Call) else None
+    callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if callee in _CONTAINER_CALLS and value.args and all(a.keyword is None and not a.star for a in value.args):
+        if len(value.args) == 1 and not isinstance(value.args[0].value, cst.Call):
+            return _container_items(value.args[0].value)
+        if all(isinstance(a.value, cst.Call) for a in value.args):
+            return [a.value for a in value.args]
+    return []
+
+
+def element_constructor(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The constructor of every element of a list built from calls of one class:
+    `[Layer(i) for i in ...]`, `[Layer(0), Layer(1)]`, `ModuleList([...])`, `Sequential(A(), A())`."""
+    if isinstance(value, cst.ListComp) or isinstance(value, cst.GeneratorExp):
+        return value.elt.func if isinstance(value.elt, cst.Call) else None
+    if isinstance(value, (cst.List, cst.Tuple)):
+        constructors = [e.value.func for e in value.elements if isinstance(e.value, cst.Call)]
+        if constructors and len(constructors) == len(value.elements):
+            texts = {cst.Module([]).code_for_node(c) for c in constructors}
+            return constructors[0] if len(texts) == 1 else None
+        return None
+    if isinstance(value, cst.Call) and value.args:
+        if len(value.args) == 1 and value.args[0].star == "":
+            return element_constructor(value.args[0].value)
+        if all(isinstance(a.value, cst.Call) and a.keyword is None for a in value.args):
+            return element_constructor(cst.List([cst.Element(a.value) for a in value.args]))
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    return []
+
+
+
+
+_SCANS_BEFORE_INDEX = 32
+
+
+BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# Module names a parameter or local variable may stand for (tt-check passes `ttnn` in).
+MODULE_STAND_INS = frozenset({"ttnn", "torch"})
+
+
+_TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor})
+
+
+def local_names(function: FunctionInfo) -> frozenset[str]:
+    """Names bound inside the function body (parameters included), not counting imports."""
+    cached = getattr(function, "_local_names", None)
+    if cached is not None:
+        return cached
+    names: set[str] = set(function.params)
+    names.update(function.nested)
+    for node in function.nodes:
+        kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
+        if kind is cst.ClassDef:
+            names.add(node.name.value)
+        elif kind in _TARGET_HOLDERS:
+            names.update(_target_names(node.target))
+        elif kind is cst.AsName:
+            names.update(_target_names(node.name))
+    names.difference_update(function.imports)
+    result = frozenset(names)
+    function._local_names = result  # type: ignore[attr-defined]
+    return result
+
+
+def _meaning_of_local(name: str, reaching) -> Optional[str]:
+    """A local name is an import's dotted name when every binding reaching it imports the
+    same thing; a parameter or variable named like a framework module stands for it."""
+    imported = {b.imported for b in reaching if b.kind == "import"}
+    if reaching and len(imported) == 1 and all(b.kind == "import" for b in reaching):
+        return imported.pop()
+    return name if name in MODULE_STAND_INS else None
+
+
+class Project:
+    """All modules of the checked tree, indexed by dotted name."""
+
+    def __init__(self, modules: list[ModuleInfo]):
+        self.modules = modules
+        self.by_name: dict[str, list[ModuleInfo]] = {}
+        for module in modules:
+            for name in module.names:
+                self.by_name.setdefault(name, []).append(module)
+        # Two files can claim one dotted name (the same relative path under two named
+        # folders): imports of it stay unresolved, but a module still names its own
+        # definitions, through a name no import can spell.
+        for index, module in enumerate(modules):
+            if len(self.by_name[module.name]) > 1:
+                module.own_name = f"{module.name}@{index}"
+                self.by_name[module.own_name] = [module]
+        self._raw: dict[int, bytes] = {}
+        self._lookups: dict[str, Optional[Definition]] = {}
+        self._defs: Optional[dict[str, list[ModuleInfo]]] = None
+        self._calls: Optional[dict[str, list[ModuleInfo]]] = None
+        self._calling_asked = 0
+        # What the analysis learnt from files without parsing them: the tokens it searched
+        # every file's raw text for, and the files a search returned. A file outside both
+        # (and never parsed) cannot have changed a finding (see cache.AnalysisRecord).
+        self.searched_tokens: set[bytes] = set()
+        self.searched_calls: set[str] = set()
+        self.searched_defs: set[str] = set()
+        self.search_hits: set[int] = set()
+
+    def _searched(self, found: list[ModuleInfo]) -> list[ModuleInfo]:
+        self.search_hits.update(id(m) for m in found)
+        return found
+
+    def module(self, name: str) -> Optional[ModuleInfo]:
+        candidates = self.by_name.get(name)
+        if candidates and len(candidates) == 1:
+            return candidates[0]
+        return None  # absent, or ambiguous: two files claim the name
+
+    def raw_bytes(self, module: ModuleInfo) -> bytes:
+        data = self._raw.get(id(module))
+        if data is None:
+            if module._text is not None:
+                data = module._text.encode("utf-8", "surrogatepass")
+            else:
+                try:
+                    data = read_bytes(module.path)
+                except ReadError as error:
+                    module.read_error = str(error)
+                    data = b""
+            self._raw[id(module)] = data
+        return data
+
+    def modules_mentioning(self, *tokens: bytes) -> list[ModuleInfo]:
+        """Modules whose raw text contains any of the tokens (a cheap textual prefilter)."""
+        self.searched_tokens.update(tokens)
+        return self._searched([m for m in self.modules if any(t in self.raw_bytes(m) for t in tokens)])
+
+    def modules_defining(self, name: str) -> list[ModuleInfo]:
+        """One entry per `def name(` in the raw text of the project (one scan, on first use)."""
+        if self._defs is None:
+            self._defs = {}
+            for module in self.modules:
+                data = self.raw_bytes(module)
+                for name_defined in defined_names(data):
+                    self._defs.setdefault(name_defined, []).append(module)
+        self.searched_defs.add(name)
+        return self._searched(self._defs.get(name, []))
+
+    def modules_calling(self, name: str) -> list[ModuleInfo]:
+        """Modules whose text has `name(`: the only ones that can call a function by that name."""
+        self._calling_asked += 1
+        if self._calls is None and self._calling_asked > _SCANS_BEFORE_INDEX:
+            # Asked often (trace-dense code): one pass over every file beats a pass per name.
+            self._calls = {}
+            for module in self.modules:
+                for called in called_names(self.raw_bytes(module)):
+                    self._calls.setdefault(called, []).append(module)
+        self.searched_calls.add(name)
+        if self._calls is not None:
+            return self._searched(list(self._calls.get(name, [])))
+        token = name.encode()
+        pattern = re.compile(re.escape(token) + rb"\s*\(")
+        return self._searched([m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)])
+
+    # -- names -----------------------------------------------------------------------------
+    def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:
+        """The dotted name an expression refers to through imports, or None if unknown.
+
+        `tt.to_torch` -> "ttnn.to_torch" after `import ttnn as tt`; a project function -> its
+        module-qualified name; a builtin -> its bare name; a local variable -> None.
+        """
+        kind = type(expr)
+        if kind is cst.Attribute:
+            base = self.qualified_name(expr.value, module, function)
+            return f"{base}.{expr.attr.value}" if base else None
+        if kind is not cst.Name:
+            return None
+        name = expr.value
+        scope = function
+        while scope is not None:
+            bindings = scope.bindings
+            if name in bindings.declared_global:
+                break
+            if bindings.binds(name):
+                return _meaning_of_local(name, bindings.reaching(name, expr))
+            scope = scope.parent
+        if module.outline is not None:
+            kind, imported = module.global_meaning(name)
+            if kind == "import":
+                return imported
+            if kind == "def":
+                return f"{module.own_name}.{name}"
+            if kind == "other":
+                return name if name in MODULE_STAND_INS else None
+        else:  # libcst alone parsed the module: no outline of module-level bindings
+            if name in module.imports:
+                return module.imports[name]
+            if name in module.top_level:
+                return f"{module.own_name}.{name}"
+            if name in module.globals:
+                return name if name in MODULE_STAND_INS else None
+        if name in MODULE_STAND_INS or name in BUILTIN_NAMES:
+            return name
+        return None
+
+    def lookup(self, qualified: str) -> Optional[Definition]:
+        """The project function or class a dotted name designates, following re-exports."""
+        if qualified in self._lookups:
+            return self._lookups[qualified]
+        self._lookups[qualified] = None  # an import cycle resolves to nothing
+        found = self._lookup(qualified)
+        self._lookups[qualified] = found
+        return found
+
+    def _lookup(self, qualified: str) -> Optional[Definition]:
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = self.module(".".join(parts[:cut]))
+            if module is None:
+                continue
+            module.load()
+            rest = parts[cut:]
+            head = rest[0]
+            definition: Optional[Definition] = module.top_level.get(head)
+            if definition is None and head in module.imports:
+                target = module.imports[head]
+                if target != qualified:
+                    found = self.lookup(".".join([target, *rest[1:]]))
+                    if found is not None:
+                        return found
+                continue
+            for attr in rest[1:]:
+                if isinstance(definition, ClassInfo):
+                    definition = definition.methods.get(attr) or definition.module.classes.get(f"{definition.qualname}.{attr}")
+                else:
+                    definition = None
+                if definition is None:
+                    break
+            if definition is not None:
+                return definition
+        return None

@@ -1,0 +1,320 @@
+"""What the analyzer knows about values: which expressions are device tensors.
+
+Conservative: a local name read at a point is a device tensor only if every binding of it
+that can reach that point is a device value. Unknown stays unknown, and rules stay silent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from ..core.api_tables import tables
+from .project import FunctionInfo, Project
+
+if TYPE_CHECKING:
+    from .calls import CallResolver as ValueClasses
+from .nodes import call_arguments, iter_body_nodes
+
+
+class TensorFacts:
+    def __init__(self, project: Project, function: Optional[FunctionInfo], module, classes: Optional[ValueClasses] = None):
+        self.project = project
+        self.function = function
+        self.module = module
+        # The project classes an expression's value can have (`self.state.hyps`); None: unknown.
+        self.classes = classes
+        self._device_bindings: dict[int, bool] = {}
+
+    def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.project.qualified_name(expr, self.module, self.function)
+
+    def is_device_call(self, call: cst.Call) -> bool:
+        """A ttnn call that returns a device tensor."""
+        name = self.qualified(call.func)
+        if name is None or not name.startswith("ttnn."):
+            return False
+        api = tables().ttnn
+        if name in api.non_device_results:
+            return False
+        _, keywords = call_arguments(call)
+        if name in api.host_to_device_if_device_kwarg or name in api.creators:
+            return "device" in keywords and not _is_none(keywords["device"])
+        if name in api.host_to_device:
+            return True
+        return name in api.registered_ops
+
+    def is_device_value(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self.is_device_call(expr)
+        if isinstance(expr, cst.Name):
+            return self._name_is_device(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_device_value(expr.left) or self.is_device_value(expr.right)
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self.is_device_value(expr.expression)
+        if isinstance(expr, cst.Subscript):
+            return self.is_device_value(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return attribute_kind(self.function, expr, self._stored_kind, "ttnn", self.classes) == "device"
+        return False
+
+    def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
+        return "device" if TensorFacts(self.project, method, method.module, self.classes).is_device_value(value) else None
+
+    def _name_is_device(self, name: cst.Name) -> bool:
+        """Every binding of the name that can reach this read is a device value."""
+        function = self.function
+        if function is None or not function.bindings.binds(name.value):
+            return False
+        reaching = function.bindings.reaching(name.value, name)
+        return bool(reaching) and all(self._binding_is_device(b) for b in reaching)
+
+    def _binding_is_device(self, binding) -> bool:
+        known = self._device_bindings.get(id(binding))
+        if known is not None:
+            return known
+        self._device_bindings[id(binding)] = False  # a cycle of names proves nothing
+        found = False
+        if binding.kind == "param":
+            annotation = binding.node.annotation if isinstance(binding.node, cst.Param) else None
+            found = annotation is not None and self.qualified(annotation.annotation) in tables().ttnn.tensor_types
+        elif binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
+            found = self.is_device_value(binding.value)
+        self._device_bindings[id(binding)] = found
+        return found
+
+
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str, classes: Optional[ValueClasses] = None) -> Optional[str]:
+    """The kind of `self.attr` in a method from every value the class's methods assign to
+    it, or of `obj.attr` from every value the classes `obj` can be an instance of (with their
+    bases) assign to it (all must agree; None: unknown). `kind_of(method, value)` judges one
+    value."""
+    if function is None:
+        return None
+    receiver = expr.value
+    attribute = expr.attr.value
+    if (
+        function.cls is not None
+        and function.params
+        and isinstance(receiver, cst.Name)
+        and receiver.value == function.params[0]
+        and all(b.kind == "param" for b in function.bindings.reaching(receiver.value, expr))
+    ):
+        return _class_attribute_kind(function.cls, (function.cls,), attribute, kind_of, framework)
+    if classes is None or not isinstance(receiver, (cst.Name, cst.Attribute)):
+        return None
+    owners = classes.value_classes(receiver, function, None)
+    kinds = {_class_attribute_kind(cls, classes.mro(cls), attribute, kind_of, framework) for cls in owners}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _class_attribute_kind(cls, owners, attribute: str, kind_of, framework: str) -> Optional[str]:
+    """What every value `owners` (a class, or its MRO) assign to `self.<attribute>` agrees on."""
+    cache = cls.__dict__.setdefault("_attribute_kinds", {})
+    key = (framework, attribute, len(owners))
+    if key in cache:
+        return cache[key]
+    cache[key] = None  # an attribute assigned from itself proves nothing
+    values = [pair for owner in owners for pair in owner.attribute_values.get(attribute, [])]
+    kinds = {kind_of(method, value) for method, value in values}
+    found = kinds.pop() if len(kinds) == 1 else None
+    cache[key] = found
+    return found
+
+
+class TorchFacts:
+    """Which expressions are torch tensors on the host, and which on the device.
+
+    Host: made by a creation function without a device (or with device="cpu"), `.cpu()`,
+    `.to("cpu")`. Device: made with a CUDA device, `.cuda()`, `.to("cuda")`, or computed by a
+    torch op (table `value_functions` / `value_methods`) from anything not known host: in
+    code recorded into a CUDA graph, tensor work is device work. As in TensorFacts, a local
+    name is known only when every binding of it agrees; unknown stays unknown.
+    """
+
+    def __init__(self, project: Project, function: Optional[FunctionInfo], module, classes: Optional[ValueClasses] = None):
+        self.project = project
+        self.function = function
+        self.module = module
+        self.classes = classes
+        self._binding_kinds: dict[int, Optional[str]] = {}
+        self._judging: set[int] = set()
+        self._assumed = 0
+        self._default_device_changed: Optional[bool] = None
+
+    def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.project.qualified_name(expr, self.module, self.function)
+
+    # -- device arguments -------------------------------------------------------------------
+    def device_kind(self, expr: Optional[cst.BaseExpression], _depth: int = 0) -> Optional[str]:
+        """"cpu", "cuda" or None (unknown) for a device argument: "cuda:0", 0, torch.device("cpu")."""
+        api = tables().torch
+        if expr is None or _depth > 4:
+            return None
+        if isinstance(expr, cst.SimpleString):
+            try:
+                text = expr.evaluated_value
+            except Exception:
+                return None
+            if isinstance(text, bytes):
+                return None
+            if any(text == p or text.startswith(p + ":") for p in api.host_device_prefixes):
+                return "cpu"
+            if any(text == p or text.startswith(p + ":") for p in api.cuda_device_prefixes):
+                return "cuda"
+            return None
+        if isinstance(expr, cst.Integer):
+            return "cuda"  # torch reads a bare index as a CUDA device
+        if isinstance(expr, cst.Call) and self.qualified(expr.func) in api.device_constructor:
+            positional, keywords = call_arguments(expr)
+            return self.device_kind(keywords.get("type", positional[0] if positional else None), _depth + 1)
+        if isinstance(expr, cst.Name) and self.function is not None and self.function.bindings.binds(expr.value):
+            reaching = self.function.bindings.reaching(expr.value, expr)
+            if reaching and all(b.kind in ("assign", "annassign", "walrus") and b.value is not None for b in reaching):
+                kinds = {self.device_kind(b.value, _depth + 1) for b in reaching}
+                return kinds.pop() if len(kinds) == 1 else None
+        return None
+
+    def default_device_changed(self) -> bool:
+        """`torch.set_default_device(...)` in the module or `with torch.device(...)` in the function."""
+        if self._default_device_changed is None:
+            api = tables().torch
+            # The text only says which chunks to parse; a call that resolves to a setter decides.
+            tokens = self.module.tokens_for(api.default_device_setters)
+            changed = any(
+                self.project.qualified_name(call.func, self.module, scope) in api.default_device_setters
+                for call, scope in self.module.iter_calls(tokens)
+            ) if tokens else False
+            if not changed and self.function is not None:
+                for node in iter_body_nodes(self.function):
+                    if isinstance(node, cst.WithItem) and isinstance(node.item, cst.Call) and self.qualified(node.item.func) in api.device_constructor:
+                        changed = True
+                        break
+            self._default_device_changed = changed
+        return self._default_device_changed
+
+    # -- creation ---------------------------------------------------------------------------
+    def creation_device(self, call: cst.Call) -> Optional[str]:
+        """For a torch creation call: "cpu", "cuda" or None; None also for other calls."""
+        api = tables().torch
+        name = self.qualified(call.func)
+        if name is None:
+            return None
+        if name in api.host_creators:
+            return "cpu"
+        if name not in api.creators and name not in api.like_creators:
+            return None
+        if any(arg.star == "**" for arg in call.args):
+            return None
+        positional, keywords = call_arguments(call)
+        if "device" in keywords and not _is_none(keywords["device"]):
+            return self.device_kind(keywords["device"])
+        if name in api.like_creators:
+            return self._kind_of(positional[0]) if positional else None
+        if name in api.data_to_device and positional and self.is_device(positional[0]):
+            return "cuda"  # torch.tensor(t) keeps t's device
+        return None if self.default_device_changed() else "cpu"
+
+    # -- values -----------------------------------------------------------------------------
+    def is_host(self, expr: cst.BaseExpression) -> bool:
+        return self._kind_of(expr) == "cpu"
+
+    def is_device(self, expr: cst.BaseExpression) -> bool:
+        return self._kind_of(expr) == "cuda"
+
+    def _kind_of(self, expr: cst.BaseExpression) -> Optional[str]:
+        api = tables().torch
+        if isinstance(expr, cst.Name):
+            return self._name_kind(expr)
+        if isinstance(expr, cst.Attribute):
+            return attribute_kind(self.function, expr, self._stored_kind, "torch", self.classes)
+        if isinstance(expr, (cst.Subscript,)):
+            return self._kind_of(expr.value)
+        if isinstance(expr, cst.BinaryOperation):
+            kinds = {self._kind_of(expr.left), self._kind_of(expr.right)} - {None}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self._kind_of(expr.expression)
+        if not isinstance(expr, cst.Call):
+            return None
+        created = self.creation_device(expr)
+        if created is not None:
+            return created
+        func = expr.func
+        name = self.qualified(func)
+        if name is not None:
+            if name in api.value_functions:
+                positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+                if positional and self._kind_of(positional[0]) == "cpu":
+                    return "cpu"
+                return "cuda"
+            return None
+        if not isinstance(func, cst.Attribute):
+            return None
+        method, receiver = func.attr.value, func.value
+        if method in api.to_cuda_methods:
+            return "cuda"
+        if method in api.to_host_methods:
+            return "cpu"
+        if method in api.to_methods:
+            positional, keywords = call_arguments(expr)
+            target = keywords.get("device", positional[0] if positional else None)
+            kind = self.device_kind(target)
+            return kind if kind is not None else (self._kind_of(receiver) if "device" not in keywords and not positional else None)
+        if method in api.value_methods or method in api.boolean_methods:
+            return self._kind_of(receiver)
+        return None
+
+    def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
+        """The kind of a value a method stores on `self`: a creation given a device that is
+        not the host is taken for a device tensor (buffers are made for the device)."""
+        facts = TorchFacts(self.project, method, method.module, self.classes)
+        kind = facts._kind_of(value)
+        if kind is None and isinstance(value, cst.Call):
+            name = facts.qualified(value.func)
+            api = tables().torch
+            if name in api.creators or name in api.like_creators:
+                _, keywords = call_arguments(value)
+                device = keywords.get("device")
+                if device is not None and not _is_none(device) and facts.device_kind(device) != "cpu":
+                    return "cuda"
+        return kind
+
+    def _name_kind(self, name: cst.Name) -> Optional[str]:
+        """The kind every binding of a local name that can reach this read agrees on (from
+        the binder's reaching definitions)."""
+        function = self.function
+        if function is None or not function.bindings.binds(name.value):
+            return None
+        kinds: set[Optional[str]] = set()
+        for binding in function.bindings.reaching(name.value, name):
+            if id(binding) in self._judging:
+                # A cycle (`y = y * 0.5` in a loop): this binding is taken to agree with the
+                # others while its own value is judged; answers that assumed so are not kept.
+                self._assumed += 1
+                continue
+            kinds.add(self._binding_kind(binding))
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _binding_kind(self, binding) -> Optional[str]:
+        if id(binding) in self._binding_kinds:
+            return self._binding_kinds[id(binding)]
+        if binding.kind not in ("assign", "annassign", "walrus") or binding.value is None:
+            return None  # a parameter, a loop target, `+=`...: not known from here
+        self._judging.add(id(binding))
+        assumed_before = self._assumed
+        try:
+            kind = self._kind_of(binding.value)
+        finally:
+            self._judging.discard(id(binding))
+        if self._assumed == assumed_before:
+            self._binding_kinds[id(binding)] = kind
+        return kind
