@@ -1,5 +1,5 @@
-"""Regenerate docs/rules.md and README.md's rule table from the rule classes, or with --check
-fail if either is stale.
+"""Regenerate docs/rules.md (and its copy the package ships, trace_lint/data/rules.md) and
+README.md's rule table from the rule classes, or with --check fail if any is stale.
 
     python scripts/gen_rule_docs.py          # rewrite docs/rules.md
     python scripts/gen_rule_docs.py --check  # exit 1 if docs/rules.md differs from the code
@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 from trace_lint.docs import render, with_readme_table  # noqa: E402
 
 OUT = ROOT / "docs" / "rules.md"
+SHIPPED = ROOT / "trace_lint" / "data" / "rules.md"
 README = ROOT / "README.md"
 
 
@@ -23,16 +24,16 @@ def main(argv: list[str]) -> int:
     text = render()
     readme = README.read_text(encoding="utf-8") if README.is_file() else None
     if "--check" in argv:
-        current = OUT.read_text(encoding="utf-8") if OUT.is_file() else ""
-        stale = [OUT] if current != text else []
+        stale = [page for page in (OUT, SHIPPED) if not page.is_file() or page.read_text(encoding="utf-8") != text]
         if readme is not None and with_readme_table(readme) != readme:
             stale.append(README)
         for path in stale:
             print(f"{path.relative_to(ROOT)} is out of date: run python scripts/gen_rule_docs.py", file=sys.stderr)
         return 1 if stale else 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8", newline="\n")
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    for page in (OUT, SHIPPED):
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {page.relative_to(ROOT)}")
     if readme is not None:
         README.write_text(with_readme_table(readme), encoding="utf-8", newline="\n")
         print(f"wrote {README.relative_to(ROOT)}")

@@ -75,8 +75,8 @@ def test_sarif_has_what_github_code_scanning_needs(tmp_path, monkeypatch):
     [run] = log["runs"]
     driver = run["tool"]["driver"]
     assert driver["name"] == "trace-lint" and driver["version"]
-    # Links point at the rule docs in this checkout, which exist (no documentation site does).
-    assert driver["informationUri"] == (REPO / "docs" / "rules.md").as_uri()
+    # Links point at the rule docs the package ships (no documentation URL is configured).
+    assert driver["informationUri"] == (REPO / "trace_lint" / "data" / "rules.md").as_uri()
     rules = driver["rules"]
     assert [r["id"] for r in rules] == [r.code for r in ALL_RULES]
     for descriptor, rule in zip(rules, ALL_RULES):
@@ -85,7 +85,7 @@ def test_sarif_has_what_github_code_scanning_needs(tmp_path, monkeypatch):
         assert descriptor["fullDescription"]["text"] == rule.explanation("What it does")
         assert descriptor["help"]["markdown"] == rule.docs()
         assert rule.explanation("Why is this bad") in descriptor["help"]["text"]
-        assert descriptor["helpUri"] == (REPO / "docs" / "rules.md").as_uri() + "#" + rule.code.lower()
+        assert descriptor["helpUri"] == (REPO / "trace_lint" / "data" / "rules.md").as_uri() + "#" + rule.code.lower()
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
 
     results = run["results"]

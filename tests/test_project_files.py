@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+from trace_lint import __version__
 from trace_lint.rules import ALL_RULES
 
 from .cli_helpers import REPO
@@ -38,6 +39,11 @@ def test_pre_commit_snippets_name_no_revision_that_does_not_exist():
     for revision in revisions:
         if revision.startswith("<"):
             continue  # a placeholder the reader fills in, explained beside it
+        if revision == f"v{__version__}":
+            # This release's tag, made when it is released: the version and its changelog
+            # entry are what the tag will name.
+            assert f"## [{__version__}]" in (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+            continue
         if _git("rev-parse", "--git-dir").returncode != 0:
             continue  # an unpacked archive: nothing to compare with
         assert _git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").returncode == 0, revision

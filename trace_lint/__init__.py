@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+# The one place the version is written: pyproject.toml reads it from here. This module stays
+# free of imports (typing included) because `trace-lint --version` loads only it and
+# `trace_lint.entry`.
+__version__ = "0.2.0"
 
-__version__ = "0.1.0"
+TYPE_CHECKING = False  # type checkers take this as typing.TYPE_CHECKING
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
 
-_F = TypeVar("_F", bound=Callable)
+    _F = TypeVar("_F", bound=Callable)
 
 
 def captured(function: _F) -> _F:

@@ -3,27 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Optional
 
-# The rule docs live in the repository (docs/rules.md, one `<a id="trc101">` anchor per
-# rule); the project has no documentation site. Links point at that file where it sits
-# beside the package (a clone, an editable install) and are absent otherwise, never at a
-# page that does not exist. `trace-lint rule CODE` prints the same text anywhere.
-RULES_PAGE = Path("docs") / "rules.md"
-
-
-@lru_cache(maxsize=1)
-def rules_page() -> Optional[Path]:
-    """docs/rules.md of the checkout this package runs from, or None (a wheel install)."""
-    candidate = Path(__file__).resolve().parent.parent.parent / RULES_PAGE
-    return candidate if candidate.is_file() else None
-
-
-def rule_url(code: str) -> Optional[str]:
-    page = rules_page()
-    return None if page is None else f"{page.as_uri()}#{code.lower()}"
+# Where a rule's docs are: the package's metadata or the page it ships (trace_lint.docs).
+from ..docs import rule_url, rules_page_url  # noqa: F401
 
 
 @dataclass(frozen=True, order=True)
@@ -73,7 +56,7 @@ class Finding:
     help: Optional[str] = field(default=None, compare=False)
 
     @property
-    def url(self) -> Optional[str]:
+    def url(self) -> str:
         return rule_url(self.code)
 
     def sort_key(self) -> tuple:

@@ -1,5 +1,7 @@
-"""The language server: diagnostics for open Python documents, and code actions to suppress
-a finding or apply its fix.
+"""The language server: diagnostics for open Python documents (published, or pulled with
+`textDocument/diagnostic` by clients that say they pull), the rule's docs on hover, and code
+actions to suppress a finding, apply its fix, or apply every safe fix of the document
+(`source.fixAll.trace-lint`).
 
 Each document is checked as part of its project (the folder of the nearest pyproject.toml
 with `[tool.trace-lint]`, else the workspace folder holding it), with the text of every
@@ -11,6 +13,7 @@ fills the project's result cache as the CLI does.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import traceback
@@ -22,6 +25,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
@@ -30,6 +34,7 @@ from ..core.findings import Edit, Finding, Related
 from ..driver.cache import ResultCache, cache_folder
 from ..driver.checker import check
 from ..core.config import ConfigError, Settings, load_settings
+from ..report.fixes import apply_fixes, wanted
 from .framing import serve_stdio
 from ..report.suppression_edits import suppression_edit
 from .positions import split_lines, to_client
@@ -41,6 +46,10 @@ DEBOUNCE_SECONDS = 0.5
 PYTHON_SUFFIXES = (".py", ".pyi")
 # Suppressing these with `# noqa` means nothing: a parse error, or a stale suppression itself.
 NOT_SUPPRESSIBLE = ("TRC001", "TRC002")
+# Error messages remembered so each is shown once (they name documents: bounded).
+MAX_SHOWN_ERRORS = 256
+# The code action that applies every safe fix of a document (editors run it on save).
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -58,6 +67,7 @@ class _Checked:
     text: str
     findings: list[Finding]
     diagnostics: list[types.Diagnostic]
+    result_id: str = ""  # for pull diagnostics: unchanged since the client's last pull
 
 
 @dataclass(frozen=True)
@@ -66,13 +76,31 @@ class _Project:
     settings: Settings
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls 2 files the future of every notification it runs through one of its generator
+    handlers (didOpen, didChange, didClose, ...) under a fresh id in `_request_futures` and
+    never removes it: about 1.5 KB for every keystroke the editor sends. A notification's
+    future is dropped once it is done; requests keep pygls' own bookkeeping."""
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if callback != self._check_handler_result:  # a request: answered, then popped by pygls
+            return
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _done: self._request_futures.pop(msg_id, None))
+
+
 class TraceLintServer(LanguageServer):
     def __init__(self, debounce: float = DEBOUNCE_SECONDS) -> None:
-        super().__init__("trace-lint", __version__)
+        super().__init__("trace-lint", __version__, protocol_cls=_Protocol)
         self.debounce = debounce
         self.checked: dict[str, _Checked] = {}
         self._pending: dict[str, asyncio.Task] = {}
         self._shown_errors: set[str] = set()
+        self._result_ids = itertools.count(1)
+        # Documents whose findings changed since a pulling client last pulled them.
+        self._changed_since_pull: set[str] = set()
         # One check at a time, off the event loop: requests keep being answered meanwhile.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-lint-check")
 
@@ -112,6 +140,7 @@ class TraceLintServer(LanguageServer):
             if delay:
                 await asyncio.sleep(delay)
             await self.check_document(uri)
+            self.refresh_pulled()
         except asyncio.CancelledError:
             raise
         except Exception as error:  # never let one document take the server down
@@ -128,11 +157,14 @@ class TraceLintServer(LanguageServer):
         if pending is not None:
             pending.cancel()
         self.checked.pop(uri, None)
+        self._changed_since_pull.discard(uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def report_failure(self, message: str, details: str = "") -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
         if message not in self._shown_errors:  # tell the user once, not on every keystroke
+            if len(self._shown_errors) >= MAX_SHOWN_ERRORS:
+                self._shown_errors.clear()  # bounded: a long session's errors are not kept forever
             self._shown_errors.add(message)
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"trace-lint: {message}"))
 
@@ -232,14 +264,93 @@ class TraceLintServer(LanguageServer):
             message=f"trace-lint could not check this file (internal error: {type(error).__name__}: {error}); "
             "its findings are unknown. The server log has the traceback.",
         )
-        self.checked[uri] = _Checked(version, text, [], [diagnostic])
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=[diagnostic]))
+        self._deliver(uri, _Checked(version, text, [], [diagnostic]))
 
     def _publish(self, uri: str, version: Optional[int], text: str, findings: list[Finding]) -> None:
         lines = split_lines(text)
         diagnostics = [self.diagnostic(finding, lines) for finding in findings]
-        self.checked[uri] = _Checked(version, text, findings, diagnostics)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics))
+        self._deliver(uri, _Checked(version, text, findings, diagnostics))
+
+    def _deliver(self, uri: str, checked: _Checked) -> None:
+        """Keep what a check found for the document, and push it unless the client pulls."""
+        previous = self.checked.get(uri)
+        if previous is not None and previous.diagnostics == checked.diagnostics and previous.text == checked.text:
+            checked.result_id = previous.result_id
+        else:
+            checked.result_id = str(next(self._result_ids))
+        self.checked[uri] = checked
+        if not self.pulls_diagnostics():
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=checked.version, diagnostics=checked.diagnostics))
+        elif previous is None or previous.result_id != checked.result_id:
+            self._changed_since_pull.add(uri)
+
+    def pulls_diagnostics(self) -> bool:
+        """The client asks for diagnostics (`textDocument/diagnostic`): pushing them as well
+        would show each one twice."""
+        capabilities = self.client_capabilities
+        return bool(capabilities and capabilities.text_document and capabilities.text_document.diagnostic)
+
+    def refresh_pulled(self) -> None:
+        """Ask a pulling client to pull again: a check may change the findings of other open
+        documents (a callee's edit changes its callers' chains)."""
+        if not self._changed_since_pull:
+            return
+        self._changed_since_pull.clear()
+        capabilities = self.client_capabilities
+        workspace = capabilities.workspace if capabilities else None
+        if workspace and workspace.diagnostics and workspace.diagnostics.refresh_support:
+            self.workspace_diagnostic_refresh(None)
+
+    def current(self, uri: str) -> Optional[_Checked]:
+        """What the last check found, if it checked the document's current version."""
+        checked = self.checked.get(uri) or self.checked.get(unquote(uri))
+        document = self.open_document(uri)
+        if checked is None or document is None or document.version != checked.version:
+            return None
+        return checked
+
+    async def pull(self, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        uri = params.text_document.uri
+        checked = self.current(uri)
+        if checked is None and self.open_document(uri) is not None and self.is_python(uri):
+            pending = self._pending.get(uri)
+            if pending is not None and not pending.done():
+                await asyncio.wait([pending])  # the debounced check on its way (or cancelled by a newer edit)
+                checked = self.current(uri)
+            if checked is None:
+                await self.check_document(uri)
+                checked = self.current(uri)
+            self._changed_since_pull.discard(uri)  # this answer brings it
+            self.refresh_pulled()
+        if checked is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        if params.previous_result_id is not None and params.previous_result_id == checked.result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=checked.result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=checked.diagnostics, result_id=checked.result_id)
+
+    # -- hover -----------------------------------------------------------------------------
+    def hover(self, params: types.HoverParams) -> Optional[types.Hover]:
+        """The docs of the rule of each diagnostic under the cursor."""
+        from ..rules import rule_for
+
+        checked = self.current(params.text_document.uri)
+        if checked is None:
+            return None
+        at = (params.position.line, params.position.character)
+        under = [d for d in checked.diagnostics if _contains(d.range, at)]
+        docs: list[str] = []
+        for diagnostic in under:
+            rule = rule_for(str(diagnostic.code)) if diagnostic.code else None
+            text = rule.docs().rstrip("\n") if rule is not None else None
+            if text and text not in docs:
+                docs.append(text)
+        if not docs:
+            return None
+        capabilities = self.client_capabilities
+        hover = capabilities.text_document.hover if capabilities and capabilities.text_document else None
+        formats = hover.content_format if hover else None
+        kind = types.MarkupKind.Markdown if not formats or types.MarkupKind.Markdown in formats else types.MarkupKind.PlainText
+        return types.Hover(contents=types.MarkupContent(kind=kind, value="\n\n---\n\n".join(docs)), range=under[0].range)
 
     # -- conversion ------------------------------------------------------------------------
     def lines_of(self, filename: str) -> Optional[list[str]]:
@@ -313,16 +424,19 @@ class TraceLintServer(LanguageServer):
     # -- code actions ----------------------------------------------------------------------
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        checked = self.checked.get(uri) or self.checked.get(unquote(uri))
-        document = self.open_document(uri)
-        if checked is None or document is None or document.version != checked.version:
+        checked = self.current(uri)
+        if checked is None:
             return []  # positions would be stale; the next check brings fresh ones
         only = params.context.only
-        if only and not any(str(types.CodeActionKind.QuickFix).startswith(str(kind)) for kind in only):
-            return []
+        actions: list[types.CodeAction] = []
+        if _asked_for(only, FIX_ALL_KIND):
+            fix_all = self.fix_all_action(uri, checked)
+            if fix_all is not None:
+                actions.append(fix_all)
+        if not _asked_for(only, types.CodeActionKind.QuickFix.value):
+            return actions
         wanted = params.range
         lines = split_lines(checked.text)
-        actions: list[types.CodeAction] = []
         for finding, diagnostic in zip(checked.findings, checked.diagnostics):
             if not _overlaps(diagnostic.range, wanted) and not _listed(diagnostic, params.context.diagnostics):
                 continue
@@ -350,6 +464,36 @@ class TraceLintServer(LanguageServer):
                     )
                 )
         return actions
+
+    def fix_all_action(self, uri: str, checked: _Checked) -> Optional[types.CodeAction]:
+        """One edit that applies every safe fix of the document, as `check --fix` would."""
+        fixable = [f for f in checked.findings if wanted(f.fix, unsafe=False)]
+        if not fixable:
+            return None
+        fixed, count = apply_fixes(checked.text, fixable, unsafe=False)
+        if not count or fixed == checked.text:
+            return None
+        lines = split_lines(checked.text)
+        end = (len(lines), len(lines[-1]) + 1) if lines else (1, 1)
+        whole = types.TextEdit(range=self.lsp_range(lines, (1, 1), end), new_text=fixed)
+        return types.CodeAction(
+            title=f"Fix all trace-lint findings with a safe fix ({count})",
+            kind=FIX_ALL_KIND,
+            diagnostics=[d for f, d in zip(checked.findings, checked.diagnostics) if f in fixable],
+            edit=self.workspace_edit(uri, checked.version, [whole]),
+        )
+
+
+def _asked_for(only: Optional[Sequence[str]], kind: str) -> bool:
+    """A code action kind the request asks for: all when `only` is absent, else a listed kind
+    or one it refines (`source` asks for `source.fixAll.trace-lint`)."""
+    if not only:
+        return True
+    return any(kind == str(asked) or kind.startswith(f"{asked}.") for asked in only)
+
+
+def _contains(span: types.Range, at: tuple[int, int]) -> bool:
+    return (span.start.line, span.start.character) <= at <= (span.end.line, span.end.character)
 
 
 def lsp_range(lines: Optional[Sequence[str]], start: tuple[int, int], end: tuple[int, int], encoding: str = "utf-16") -> types.Range:
@@ -414,10 +558,22 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> TraceLintServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
     )
     def code_action(ls: TraceLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TraceLintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        return ls.hover(params)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        # A document's findings depend on other files (calls into them, their captures).
+        types.DiagnosticOptions(identifier=SOURCE, inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    async def diagnostic(ls: TraceLintServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        return await ls.pull(params)
 
     return server
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
-from ..core.findings import Finding, Location, rules_page
+from ..core.findings import Finding, Location, rules_page_url
 from . import OutputContext
 
 _SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO", "hint": "INFO"}
@@ -47,6 +47,5 @@ def format_findings(findings: Sequence[Finding], context: OutputContext) -> str:
                 {"range": _range(edit.location, edit.end_location, lines), "text": edit.content} for edit in finding.fix.edits
             ]
         diagnostics.append(diagnostic)
-    page = rules_page()
-    source = {"name": "trace-lint", **({"url": page.as_uri()} if page is not None else {})}
+    source = {"name": "trace-lint", "url": rules_page_url()}
     return json.dumps({"source": source, "severity": "ERROR" if diagnostics else "INFO", "diagnostics": diagnostics}, indent=2, ensure_ascii=False) + "\n"

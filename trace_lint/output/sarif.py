@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 from urllib.parse import quote
 
 from .. import __version__
-from ..core.findings import Finding, Location, Related, rule_url, rules_page
+from ..core.findings import Finding, Location, Related, rule_url, rules_page_url
 from . import OutputContext, printable_name
 from ._paths import relative_to_root, repository_root
 
@@ -48,9 +48,7 @@ def _rule_descriptor(rule) -> dict:
         "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "error"), "enabled": bool(rule.default_enabled)},
         "properties": {"tags": ["trace-safety", f"TRC{rule.code[3]}xx"]},
     }
-    url = rule_url(rule.code)
-    if url is not None:
-        descriptor["helpUri"] = url
+    descriptor["helpUri"] = rule_url(rule.code)
     return descriptor
 
 
@@ -172,7 +170,7 @@ def sarif_log(findings: Sequence[Finding], context: OutputContext, root: Optiona
                         "version": __version__,
                         "semanticVersion": __version__,
                         "rules": [_rule_descriptor(rule) for rule in ALL_RULES],
-                        **({"informationUri": rules_page().as_uri()} if rules_page() is not None else {}),
+                        "informationUri": rules_page_url(),
                     }
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri().rstrip("/") + "/"}},
