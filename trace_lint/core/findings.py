@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
-# Where a rule's docs are: the package's metadata or the page it ships (trace_lint.docs).
-from ..docs import rule_url, rules_page_url  # noqa: F401
+# Where a rule's docs are: the package's metadata or the page it ships.
+from .rule_links import rule_url, rules_page_url  # noqa: F401
 
 
 @dataclass(frozen=True, order=True)
