@@ -6,6 +6,10 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# Fixture projects are code the analyzer reads, with tests and conftests of their own: never
+# collected by this suite.
+collect_ignore_glob = ["fixtures/*"]
+
 from trace_lint.driver.checker import check
 from trace_lint.core.config import Settings
 
