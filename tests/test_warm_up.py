@@ -308,3 +308,43 @@ def test_a_local_is_library_work_only_where_every_binding_reaching_the_call_is(l
     # `act(x)` in `capture` is a ttnn op whichever branch bound it; in `capture_steps` the
     # loop rebinds it to callables handed in, never run before the capture.
     assert trc404(lint(source)) == [14]
+
+
+def test_the_eager_call_below_a_capture_branch_that_returns_is_another_path(lint):
+    # "First call eager, second call captured" written with the eager run last: the capturing
+    # branch always returns, so the final call never runs after this capture (tt-bio's shape).
+    source = MODEL + textwrap.dedent(
+        """
+        class Stepper:
+            def __init__(self):
+                self.model = Model()
+
+            def step(self, device, trace, x):
+                trace["calls"] = trace.get("calls", 0) + 1
+                if trace.get("tid") is not None:
+                    ttnn.execute_trace(device, trace["tid"], cq_id=0)
+                    return trace["out"]
+                if trace["calls"] == 2:
+                    tid = ttnn.begin_trace_capture(device, cq_id=0)
+                    try:
+                        trace["out"] = self.model(x)
+                    finally:
+                        ttnn.end_trace_capture(device, tid, cq_id=0)
+                    trace["tid"] = tid
+                    return trace["out"]
+                return self.model(x)
+
+            def step_then_eager(self, device, trace, x):
+                if trace.get("calls") == 2:
+                    tid = ttnn.begin_trace_capture(device, cq_id=0)
+                    try:
+                        trace["out"] = self.model(x)
+                    finally:
+                        ttnn.end_trace_capture(device, tid, cq_id=0)
+                    trace["tid"] = tid
+                out = self.model(x)
+                return out
+        """
+    )
+    # The second function's eager call comes after its capture on the same run: no warm-up.
+    assert trc404(lint(source)) == [28]

@@ -21,6 +21,7 @@ from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
+from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo, ModuleInfo, Project
 from ..frameworks.region import Region
 from .. import frameworks
@@ -219,7 +220,7 @@ def first_use_flags(
             elif sense is True:
                 if node.orelse is not None:
                     uncaptured.add(id(node.orelse))
-                if node.orelse is None and _always_leaves(node.body):
+                if node.orelse is None and always_leaves(node.body):
                     block = parents.get(id(node))
                     siblings = list(getattr(block, "body", ()))
                     if node in siblings:
@@ -248,16 +249,6 @@ def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str]) ->
     if isinstance(test, cst.Call) and qualify(test.func) in queries:
         return True
     return None
-
-
-def _always_leaves(body: cst.BaseSuite) -> bool:
-    """The block ends in `raise` or `return` on every path (a plain last statement)."""
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    if not statements:
-        return False
-    last = statements[-1]
-    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
-    return bool(smalls) and isinstance(smalls[-1], (cst.Raise, cst.Return))
 
 
 def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None) -> None:

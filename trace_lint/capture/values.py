@@ -16,7 +16,7 @@ from ..frontend.syntax_walk import preorder
 from ..semantic.bindings import Binding
 from ..semantic.dataflow import accesses
 from ..frameworks.region import Region
-from ..semantic.nodes import call_arguments
+from ..semantic.nodes import always_leaves, call_arguments
 from ..semantic.project import FunctionInfo
 
 
@@ -194,7 +194,19 @@ def runs_after_region(region: Region, node: cst.CSTNode) -> bool:
     for loop in loops(region.function):
         if within(module, node, loop) and within(module, region.begin, loop):
             return False
-    return not exclusive(region.function, region.begin, node)
+    return not exclusive(region.function, region.begin, node) and not _left_before(region, node)
+
+
+def _left_before(region: Region, node: cst.CSTNode) -> bool:
+    """The capture sits in a block that always returns or raises and does not hold the node:
+    the node runs on another run of the function, never after this capture
+    (`if calls == 2: begin ...; return out` then an eager `return step()`)."""
+    module = region.module
+    node_ancestors = {id(a) for a in module.ancestors(node, stop=region.function.node)}
+    for block in module.ancestors(region.begin, stop=region.function.node):
+        if isinstance(block, cst.IndentedBlock) and id(block) not in node_ancestors and always_leaves(block):
+            return True
+    return False
 
 
 def within(module, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
