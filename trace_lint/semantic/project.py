@@ -263,6 +263,9 @@ class ModuleInfo:
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.top_level = _TopLevel(self)
+        # Top-level name -> every definition of it in one chunk, in source order, where there
+        # are several (`if fast: class Step: ... else: class Step: ...`); top_level has the last.
+        self.alternatives: dict[str, list[Definition]] = {}
         self.function_by_node: dict[int, FunctionInfo] = {}
         # Parent of every parsed node (by id).
         self.parents: dict[int, cst.CSTNode] = {}
@@ -865,10 +868,19 @@ class _Collector:
         if self.registering:
             self.module.classes[qualname] = info
             if not self.scope:
+                self._alternative(node.name.value, info)
                 self.module.top_level.parsed[node.name.value] = info
                 self.module.globals.add(node.name.value)
         self.enclosing.append(info)
         self.scope.append(node.name.value)
+
+    def _alternative(self, name: str, info: "Definition") -> None:
+        """A second definition of a top-level name in the chunk being parsed: both are kept."""
+        earlier = self.module.top_level.parsed.get(name)
+        if earlier is not None and earlier.module is self.module and earlier.node is not info.node:
+            found = self.module.alternatives.setdefault(name, [earlier])
+            if info not in found:
+                found.append(info)
 
     def _leave_class(self) -> None:
         self.enclosing.pop()
@@ -894,6 +906,7 @@ class _Collector:
             elif parent is not None:
                 parent.nested[node.name.value] = info
             elif not self.scope:
+                self._alternative(node.name.value, info)
                 self.module.top_level.parsed[node.name.value] = info
                 self.module.globals.add(node.name.value)
         elif parent is not None:
@@ -1214,6 +1227,37 @@ class Project:
         found = self._lookup(qualified)
         self._lookups[qualified] = found
         return found
+
+    def lookup_all(self, qualified: str) -> list[Definition]:
+        """Every definition a dotted name can designate: `lookup`'s, and where the top-level
+        name it goes through is defined on several branches (`if fast: class Step` / `else:
+        class Step`), the same path through each of them."""
+        found = self.lookup(qualified)
+        if found is None:
+            return []
+        top: Definition = found
+        while isinstance(top, FunctionInfo) and top.cls is not None:
+            top = top.cls
+        while isinstance(top, ClassInfo) and "." in top.qualname:
+            outer = top.module.classes.get(top.qualname.rsplit(".", 1)[0])
+            if outer is None:
+                break
+            top = outer
+        alternatives = top.module.alternatives.get(top.qualname) if top.qualname == getattr(top, "name", None) else None
+        if not alternatives:
+            return [found]
+        path = found.qualname.split(".")[1:]
+        out: list[Definition] = []
+        for definition in alternatives:
+            current: Optional[Definition] = definition
+            for attr in path:
+                if isinstance(current, ClassInfo):
+                    current = current.methods.get(attr) or current.module.classes.get(f"{current.qualname}.{attr}")
+                else:
+                    current = None
+            if current is not None and current not in out:
+                out.append(current)
+        return out or [found]
 
     def _lookup(self, qualified: str) -> Optional[Definition]:
         parts = qualified.split(".")
