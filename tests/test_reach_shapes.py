@@ -5,7 +5,11 @@ used to miss or misjudge."""
 
 from __future__ import annotations
 
-from .cli_helpers import FIXTURES, finding_set
+import json
+import shutil
+from pathlib import Path
+
+from .cli_helpers import FIXTURES, finding_set, run_cli
 
 REACH = FIXTURES / "reach"
 
@@ -89,3 +93,53 @@ def test_every_binding_is_followed():
         ("runner.py", 8, "TRC102"),
         ("runner.py", 13, "TRC102"),
     }
+
+
+def _located(result, cwd: Path) -> set[tuple[str, int, str]]:
+    """(file relative to `cwd`, line, code) of a JSON run."""
+    assert result.returncode in (0, 1), result.stderr.decode()
+    out = set()
+    for item in json.loads(result.stdout):
+        filename = Path(item["filename"])
+        absolute = filename if filename.is_absolute() else cwd / filename
+        out.add((absolute.resolve().relative_to(cwd.resolve()).as_posix(), item["location"]["row"], item["code"]))
+    return out
+
+
+def _outside_any_repository(tmp_path: Path) -> tuple[Path, Path]:
+    """The roots fixture copied where no repository or configuration is around it, and an
+    unrelated folder beside it."""
+    project = tmp_path / "project"
+    shutil.copytree(REACH / "roots", project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    return project, elsewhere
+
+
+def test_the_parent_of_a_named_package_is_a_source_root(tmp_path):
+    # `pkg/` holds an `__init__.py`, its subfolders do not; `from pkg.sub.kernels import
+    # gather` resolves by the package's own name, from the current directory above it or
+    # from anywhere else.
+    project, elsewhere = _outside_any_repository(tmp_path)
+    expected = {("pkg/sub/kernels.py", 5, "TRC102")}
+    assert _located(run_cli("check", "pkg", "--output-format", "json", "--no-cache", cwd=project), project) == expected
+    named = str(project / "pkg")
+    assert _located(run_cli("check", named, "--output-format", "json", "--no-cache", cwd=elsewhere), project) == expected
+
+
+def test_without_configuration_or_repository_the_current_directory_is_the_project_root(tmp_path):
+    # `check app` from the folder holding `app/` and `lib/`: `from lib.helpers import step`
+    # resolves, and the sync in lib (reached from app's capture) is reported. Run from a
+    # folder that does not hold `app/`, the named folder is the project: lib is not seen.
+    project, elsewhere = _outside_any_repository(tmp_path)
+    result = run_cli("check", "app", "--output-format", "json", "--no-cache", cwd=project)
+    assert _located(result, project) == {("lib/helpers.py", 5, "TRC103")}
+    result = run_cli("check", str(project / "app"), "--output-format", "json", "--no-cache", cwd=elsewhere)
+    assert _located(result, project) == set()
+
+
+def test_a_named_folder_names_its_files_before_a_stem_elsewhere():
+    # `from helpers import step` in app/ is app/helpers.py, which the named folder names
+    # `helpers`; tools/helpers.py (in a folder without `__init__.py`, elsewhere in the
+    # repository) is `helpers` only to a script beside it, and does not make it ambiguous.
+    assert finding_set(REACH / "same_stem" / "app") == {("helpers.py", 5, "TRC102")}

@@ -1093,15 +1093,28 @@ def _meaning_of_local(name: str, reaching) -> Optional[str]:
     return name if name in MODULE_STAND_INS else None
 
 
+def _stem_only(module: ModuleInfo, name: str) -> bool:
+    """The name is the file's stem alone, its folder not a package."""
+    path = module.path
+    return name == path.stem and path.name not in PACKAGE_FILES and not any((path.parent / f).is_file() for f in PACKAGE_FILES)
+
+
 class Project:
     """All modules of the checked tree, indexed by dotted name."""
 
     def __init__(self, modules: list[ModuleInfo]):
         self.modules = modules
         self.by_name: dict[str, list[ModuleInfo]] = {}
+        # A file's bare stem, when a source root names it otherwise, is a script's sibling
+        # import (`import helpers` beside it): it gives way to a file a root names so.
+        by_stem: dict[str, list[ModuleInfo]] = {}
         for module in modules:
             for name in module.names:
-                self.by_name.setdefault(name, []).append(module)
+                claims = by_stem if name != module.name and _stem_only(module, name) else self.by_name
+                claims.setdefault(name, []).append(module)
+        for name, claimants in by_stem.items():
+            if name not in self.by_name:
+                self.by_name[name] = claimants
         # Two files can claim one dotted name (the same relative path under two named
         # folders): imports of it stay unresolved, but a module still names its own
         # definitions, through a name no import can spell.
