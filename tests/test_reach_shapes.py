@@ -16,13 +16,16 @@ REACH = FIXTURES / "reach"
 
 def test_layers_reached_through_enumerate_zip_reversed_and_dict_items():
     # `for i, layer in enumerate(...)`, `for norm, expert in zip(...)` (each name its own
-    # list: Norm's methods stay silent), `reversed(...)`, `.items()` of a dict attribute, and
-    # a module kept as `Decoder().cuda().eval()`.
+    # list: Norm's methods stay silent), `reversed(...)`, `.items()` of a dict attribute, a
+    # comprehension's target, a slice (`self.blocks[1:]`), and a module kept as
+    # `Decoder().cuda().eval()`.
     assert finding_set(REACH / "layer_containers") == {
         ("layers.py", 6, "TRC102"),
         ("layers.py", 20, "TRC102"),
         ("layers.py", 25, "TRC102"),
         ("layers.py", 30, "TRC102"),
+        ("layers.py", 35, "TRC103"),
+        ("layers.py", 41, "TRC102"),
         ("graphed.py", 6, "TRC102"),
     }
 

@@ -177,6 +177,9 @@ class CallResolver:
             if isinstance(func, cst.Attribute) and func.attr.value == "values" and not container.args:
                 return self.element_classes(func.value, function, self_class, depth + 1)
             return []
+        if isinstance(container, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in container.slice):
+            # `self.layers[1:]`: some of the same elements.
+            return self.element_classes(container.value, function, self_class, depth + 1)
         if isinstance(container, cst.Attribute):
             out: list[ClassInfo] = []
             for owner in self.value_classes(container.value, function, self_class, depth + 1):
@@ -236,8 +239,33 @@ class CallResolver:
         # A class method's `cls`: the class, whose methods dispatch as an instance's do.
         return all(b.kind == "param" for b in function.bindings.reaching(expr.value, anchor))
 
+    def _comprehension_target(self, expr: cst.Name, function: FunctionInfo) -> Optional[tuple[cst.CompFor, tuple[int, ...]]]:
+        """The `for` clause of an enclosing comprehension that binds the name
+        (`[expert(x) for expert in self.experts]`), with the name's place in its target."""
+        parents = function.module.parents
+        current = parents.get(id(expr))
+        while current is not None and current is not function.node:
+            if isinstance(current, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                clause: Optional[cst.CompFor] = current.for_in
+                found = None
+                while clause is not None:
+                    path = _target_path(clause.target, expr.value)
+                    if path is not None:
+                        found = (clause, path)  # the innermost clause binding it wins
+                    clause = clause.inner_for_in
+                if found is not None:
+                    return found
+            if isinstance(current, (cst.Lambda, cst.FunctionDef)):
+                return None
+            current = parents.get(id(current))
+        return None
+
     def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
         """Classes of a local name, or of a closure's name in the function that binds it."""
+        comprehension = self._comprehension_target(expr, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            return self._element_part(clause.iter, path, function, self_class, depth + 1)
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             bindings = scope.bindings
@@ -454,6 +482,10 @@ class CallResolver:
 
     def _resolve_name(self, func: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
         module = function.module
+        comprehension = self._comprehension_target(func, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            return self._instance_calls(self._element_part(clause.iter, path, function, self_class, depth + 1))
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             bindings = scope.bindings
