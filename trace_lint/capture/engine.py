@@ -184,11 +184,13 @@ def first_use_flags(
     capture_anchors: Sequence[cst.CSTNode] = (),
     function: Optional[FunctionInfo] = None,
     qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
+    region: Optional[Region] = None,
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
     capture anchors (a begin call, a graph `with` item, a capture-helper call) is the
-    capture itself, not a cache fill."""
+    capture itself, not a cache fill. Walking a region, only the capture-state guards
+    inside it count: one before it concerns an outer capture, not the one it begins."""
     spans: list[tuple] = []
 
     def holds_capture(node: cst.If) -> bool:
@@ -213,7 +215,7 @@ def first_use_flags(
     uncaptured: set[int] = set()
     queries = frameworks.capture_queries()
     for node in nodes:
-        if type(node) is cst.If and qualify is not None:
+        if type(node) is cst.If and qualify is not None and (region is None or region.contains(node)):
             sense = _capture_test(node.test, qualify, queries)
             if sense is False:
                 uncaptured.add(id(node.body))
@@ -255,7 +257,7 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], 
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name)
+    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name, region)
     for node in nodes:
         if region is not None and not region.contains(node):
             continue

@@ -38,8 +38,8 @@ def _unused_message(unknown: list[str], unused: list[str]) -> str:
 def project_root(path: Path) -> Path:
     """The folder of the project that holds `path`: the outermost folder inside the git
     repository with a `pyproject.toml` holding `[tool.trace-lint]` or a `trace-lint.toml`
-    (outside a repository, the nearest), else the repository's top folder, else the folder
-    named (a file's own folder)."""
+    (outside a repository, the nearest), else the repository's top folder, else the current
+    directory when it holds `path` (as in ruff), else the folder named (a file's own folder)."""
     start = real_path(path)
     if not start.is_dir():
         start = start.parent
@@ -56,7 +56,10 @@ def project_root(path: Path) -> Path:
     configured = [folder for folder in folders if config_in(folder) is not None]
     if configured:
         return configured[-1] if repository is not None else configured[0]
-    return repository if repository is not None else start
+    if repository is not None:
+        return repository
+    current = real_path(Path.cwd())
+    return current if current in folders else start
 
 
 def check(

@@ -70,8 +70,8 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
             continue
         if isinstance(node, cst.Call):
             name = context.qualified_name(node.func)
-            if name in tensor.metadata_functions:
-                continue
+            if name in tensor.metadata_functions or name in metadata.functions:
+                continue  # `len(t)`, `ttnn.get_memory_config(t)`: host metadata
             if isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in tensor.metadata_attributes or node.func.attr.value in metadata.methods
             ):
@@ -144,6 +144,7 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
     function = context.function
     locals_ = local_names(function) if function is not None else frozenset()
     stack: list[cst.CSTNode] = [expr]
+    seen: set[int] = set()
     while stack:
         node = stack.pop()
         if isinstance(node, _LITERALS):
@@ -152,7 +153,14 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
             if node.value in ("True", "False", "None"):
                 continue
             if node.value in locals_:
-                return False
+                # Metadata follows values: `addr = t.buffer_address()` is host metadata where
+                # it is read, when every binding that reaches the read holds metadata or constants.
+                values = _bound_values(function, node)
+                if values is None:
+                    return False
+                stack.extend(v for v in values if id(v) not in seen)
+                seen.update(id(v) for v in values)
+                continue
             module = context.module
             if node.value in module.globals or node.value in module.imports or node.value in module.top_level:
                 continue
@@ -168,6 +176,8 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
             if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
                 stack.extend(a.value for a in node.args)
                 continue
+            if context.qualified_name(func) in metadata.functions:
+                continue  # `ttnn.get_memory_config(t)`: the function form of a metadata method
             if isinstance(func, cst.Name) and func.value in metadata.type_tests and func.value not in locals_:
                 continue  # `isinstance(x, T)`: types are fixed
             return False
@@ -188,6 +198,22 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
                     stack.extend(p for p in (part.lower, part.upper, part.step) if p is not None)
         elif isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             stack.extend(e.value for e in node.elements)
+        elif isinstance(node, cst.IfExp):
+            stack.extend((node.test, node.body, node.orelse))
         else:
             return False
     return True
+
+
+def _bound_values(function, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
+    """The values every binding of a local name that reaches this read assigns; None when
+    one of them is not a plain assignment (a parameter, a loop target, `+=`)."""
+    reaching = function.bindings.reaching(name.value, name) if function.bindings.binds(name.value) else ()
+    if not reaching:
+        return None
+    values = []
+    for binding in reaching:
+        if binding.kind not in ("assign", "annassign", "walrus") or binding.value is None:
+            return None
+        values.append(binding.value)
+    return values

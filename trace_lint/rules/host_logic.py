@@ -144,7 +144,10 @@ class BranchOnDeviceValue(_HostLogicRule):
     `if ttnn.max(y) > t:`, `while t.sum() > 0:`, `assert ttnn.to_torch(x).all()`.
     Shapes, dtypes and layouts are host metadata and are fine to branch on. In CUDA graphs,
     the result of a torch op (`torch.any(torch.isnan(y))`, `torch.relu(x).sum()`) counts as a
-    device value; a tensor of unknown origin (a parameter, a module's output) does not.
+    device value, as do a `torch.nn` module's output (`self.lin(x)`), a parameter annotated
+    `torch.Tensor`, a tensor made with a device (`torch.zeros(n, device=x.device)`) and one
+    updated in place (`done |= ...`); their methods count as the functions do (`p.any()` as
+    `torch.any(p)`). A tensor of unknown origin (an unannotated parameter) does not.
 
     ## Why is this bad?
     Testing a device value reads it back to the host (not supported during a capture), and

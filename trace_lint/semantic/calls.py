@@ -49,6 +49,14 @@ class CallResolver:
         definition = self.project.lookup(name)
         return definition if isinstance(definition, ClassInfo) else None
 
+    def classes_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> list[ClassInfo]:
+        """Every project class an expression can name: one, or each of a class defined on
+        several branches of a module-level `if`."""
+        name = self.project.qualified_name(expr, module, function)
+        if name is None:
+            return []
+        return [d for d in self.project.lookup_all(name) if isinstance(d, ClassInfo)]
+
     def bases(self, cls: ClassInfo) -> list[ClassInfo]:
         out = []
         for base in cls.node.bases:
@@ -119,12 +127,25 @@ class CallResolver:
         module = function.module
         if isinstance(expr, cst.Name):
             return self._name_classes(expr, function, self_class, depth)
+        if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):
+            # `None if disabled else Graph(...)`, `graph or Graph(...)`: either operand.
+            out = []
+            for part in (expr.body, expr.orelse) if isinstance(expr, cst.IfExp) else (expr.left, expr.right):
+                for found in self.value_classes(part, function, self_class, depth + 1):
+                    if found not in out:
+                        out.append(found)
+            return out
         if isinstance(expr, cst.Call):
             func = expr.func
-            cls = self.class_of(func, module, function)
-            if cls is not None:
-                return [cls]
-            out: list[ClassInfo] = []
+            classes = self.classes_of(func, module, function)
+            if classes:
+                return classes
+            out = []
+            if isinstance(func, cst.Attribute) and func.attr.value in tables().torch.module_passthrough_methods:
+                # `Net().cuda().eval()`: torch's module methods return the module itself.
+                for cls in self.value_classes(func.value, function, self_class, depth + 1):
+                    if self.method(cls, func.attr.value) is None and cls not in out:
+                        out.append(cls)
             for target in self.resolve_all(expr, function, self_class, depth + 1):
                 returns = target.function.node.returns if isinstance(target.function.node, cst.FunctionDef) else None
                 if returns is not None:
@@ -145,16 +166,20 @@ class CallResolver:
 
     def element_classes(self, container: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
         """Classes of the elements of a container expression (`self.layers`,
-        `enumerate(self.layers)`, `self.models.values()`, a local list)."""
+        `reversed(self.layers)`, `self.models.values()`, a local list)."""
         if depth > _DEPTH:
             return []
         if isinstance(container, cst.Call):
             func = container.func
-            if isinstance(func, cst.Name) and func.value in ("enumerate", "reversed", "list", "tuple", "iter", "sorted") and container.args:
+            # `enumerate`, `zip` and `.items()` yield tuples: `loop_target_classes` unpacks them.
+            if isinstance(func, cst.Name) and func.value in _ORDER_KEEPING and len(container.args) == 1:
                 return self.element_classes(container.args[0].value, function, self_class, depth + 1)
-            if isinstance(func, cst.Attribute) and func.attr.value in ("values", "items") and not container.args:
+            if isinstance(func, cst.Attribute) and func.attr.value == "values" and not container.args:
                 return self.element_classes(func.value, function, self_class, depth + 1)
             return []
+        if isinstance(container, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in container.slice):
+            # `self.layers[1:]`: some of the same elements.
+            return self.element_classes(container.value, function, self_class, depth + 1)
         if isinstance(container, cst.Attribute):
             out: list[ClassInfo] = []
             for owner in self.value_classes(container.value, function, self_class, depth + 1):
@@ -175,16 +200,72 @@ class CallResolver:
             return out
         return []
 
+    def loop_target_classes(self, binding, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
+        """Classes of a name a `for` binds, also where the target unpacks each element:
+        `for i, layer in enumerate(self.layers)`, `for a, b in zip(...)`, `for k, v in d.items()`."""
+        loop = binding.node
+        if not isinstance(loop, cst.For):
+            return []
+        path = _target_path(loop.target, binding.name)
+        if path is None:
+            return []
+        return self._element_part(loop.iter, path, function, self_class, depth)
+
+    def _element_part(self, container: cst.BaseExpression, path: tuple[int, ...], function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
+        """Classes of the part `path` (indices into nested tuples) of each element of a container."""
+        if not path:
+            return self.element_classes(container, function, self_class, depth)
+        if depth > _DEPTH or not isinstance(container, cst.Call) or any(a.star or a.keyword is not None for a in container.args):
+            return []
+        func, args = container.func, container.args
+        head, rest = path[0], path[1:]
+        if isinstance(func, cst.Name) and func.value in _ORDER_KEEPING and len(args) == 1:
+            return self._element_part(args[0].value, path, function, self_class, depth + 1)
+        if isinstance(func, cst.Name) and func.value == "enumerate" and args:
+            return self._element_part(args[0].value, rest, function, self_class, depth + 1) if head == 1 else []
+        if isinstance(func, cst.Name) and func.value == "zip" and head < len(args):
+            return self._element_part(args[head].value, rest, function, self_class, depth + 1)
+        if isinstance(func, cst.Attribute) and func.attr.value == "items" and not args and head == 1:
+            # The values of a dict: the elements the container's displays and stores record.
+            return self._element_part(cst.Call(func=cst.Attribute(func.value, cst.Name("values"))), rest, function, self_class, depth + 1)
+        return []
+
     def _is_self(self, expr: cst.Name, function: FunctionInfo, anchor: Optional[cst.CSTNode]) -> bool:
         """The first parameter of a method, still bound to the instance."""
         if function.cls is None or not function.params or expr.value != function.params[0]:
             return False
-        if any(_decorator_name(d) in ("staticmethod", "classmethod") for d in function.node.decorators):
+        if any(_decorator_name(d) == "staticmethod" for d in function.node.decorators):
             return False
+        # A class method's `cls`: the class, whose methods dispatch as an instance's do.
         return all(b.kind == "param" for b in function.bindings.reaching(expr.value, anchor))
+
+    def _comprehension_target(self, expr: cst.Name, function: FunctionInfo) -> Optional[tuple[cst.CompFor, tuple[int, ...]]]:
+        """The `for` clause of an enclosing comprehension that binds the name
+        (`[expert(x) for expert in self.experts]`), with the name's place in its target."""
+        parents = function.module.parents
+        current = parents.get(id(expr))
+        while current is not None and current is not function.node:
+            if isinstance(current, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                clause: Optional[cst.CompFor] = current.for_in
+                found = None
+                while clause is not None:
+                    path = _target_path(clause.target, expr.value)
+                    if path is not None:
+                        found = (clause, path)  # the innermost clause binding it wins
+                    clause = clause.inner_for_in
+                if found is not None:
+                    return found
+            if isinstance(current, (cst.Lambda, cst.FunctionDef)):
+                return None
+            current = parents.get(id(current))
+        return None
 
     def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
         """Classes of a local name, or of a closure's name in the function that binds it."""
+        comprehension = self._comprehension_target(expr, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            return self._element_part(clause.iter, path, function, self_class, depth + 1)
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             bindings = scope.bindings
@@ -209,8 +290,8 @@ class CallResolver:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
             elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
-            elif binding.kind == "loop" and binding.value is not None:
-                found = self.element_classes(binding.value, scope, own_self, depth + 1)
+            elif binding.kind == "loop":
+                found = self.loop_target_classes(binding, scope, own_self, depth + 1)
             for cls in found:
                 if cls not in out:
                     out.append(cls)
@@ -230,8 +311,7 @@ class CallResolver:
                         out.extend(self._annotation_classes(element.slice.value, function))
                 return out
             return []
-        cls = self.class_of(annotation, function.module, function)
-        return [cls] if cls is not None else []
+        return self.classes_of(annotation, function.module, function)
 
     # -- callables -------------------------------------------------------------------------
     def _is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
@@ -402,6 +482,10 @@ class CallResolver:
 
     def _resolve_name(self, func: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
         module = function.module
+        comprehension = self._comprehension_target(func, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            return self._instance_calls(self._element_part(clause.iter, path, function, self_class, depth + 1))
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             bindings = scope.bindings
@@ -439,8 +523,8 @@ class CallResolver:
             return self._instance_calls(self.value_classes(value, scope, self_class, depth + 1))
         if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
             return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
-        if binding.kind == "loop" and binding.value is not None:
-            return self._instance_calls(self.element_classes(binding.value, scope, self_class, depth + 1))
+        if binding.kind == "loop":
+            return self._instance_calls(self.loop_target_classes(binding, scope, self_class, depth + 1))
         return []
 
     def _instance_calls(self, classes: list[ClassInfo]) -> list[Target]:
@@ -455,14 +539,27 @@ class CallResolver:
         name = self.project.qualified_name(func, module, function)
         if name is None:
             return []
-        definition = self.project.lookup(name)
-        if isinstance(definition, FunctionInfo):
-            return [Target(definition)]
-        if isinstance(definition, ClassInfo):
-            # Constructing an instance runs its __init__.
-            init = self.method(definition, "__init__")
-            return [Target(init, definition)] if init is not None else []
-        return []
+        definitions = self.project.lookup_all(name)
+        out: list[Target] = []
+        for definition in definitions:
+            if isinstance(definition, FunctionInfo):
+                if has_decorator(definition, "classmethod") and definition.cls is not None:
+                    out.append(Target(definition, definition.cls))
+                else:
+                    out.append(Target(definition))
+            elif isinstance(definition, ClassInfo):
+                # Constructing an instance runs its __init__.
+                init = self.method(definition, "__init__")
+                if init is not None:
+                    out.append(Target(init, definition))
+        if not definitions and isinstance(func, cst.Attribute):
+            # `Buffers.set_len(n)` where a base class defines it: found along the MRO; a class
+            # method runs with `cls` bound to the class it is called on.
+            owner = self.class_of(func.value, module, function)
+            found = self.method(owner, func.attr.value) if owner is not None else None
+            if found is not None:
+                return [Target(found, owner if has_decorator(found, "classmethod") else None)]
+        return out
 
 
 def has_decorator(function: FunctionInfo, name: str) -> bool:
@@ -477,6 +574,25 @@ def callee_name(call: cst.Call) -> Optional[str]:
         return func.value
     if isinstance(func, cst.Attribute):
         return func.attr.value
+    return None
+
+
+# Builtins whose elements are those of their one argument, in some order.
+_ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
+
+
+def _target_path(target: cst.BaseExpression, name: str) -> Optional[tuple[int, ...]]:
+    """Where a name sits in an unpacking target (`(1,)` for `layer` in `i, layer`); None when
+    it is absent or behind a starred element (its position is not fixed)."""
+    if isinstance(target, cst.Name):
+        return () if target.value == name else None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                return None
+            found = _target_path(element.value, name)
+            if found is not None:
+                return (index, *found)
     return None
 
 

@@ -17,14 +17,32 @@ from ..frontend.source import PACKAGE_FILES
 
 def source_roots(configured: Iterable[Path], project_root: Path | None, named: Iterable[Path]) -> tuple[Path, ...]:
     """Configured roots (`src`), the project root and each folder named on the command line,
-    canonical, without repeats, deepest first (the most specific root names a file first)."""
+    and for a named folder that is a package (it holds an `__init__.py`) the folder above its
+    outermost package, since a package is imported by its own name (`check pkg` where
+    `pkg/sub/mod.py` is `pkg.sub.mod`); canonical, without repeats, deepest first (the most
+    specific root names a file first)."""
     roots: list[Path] = []
-    for root in (*configured, *([project_root] if project_root is not None else []), *named):
+
+    def add(folder: Path) -> None:
+        if folder.is_dir() and folder not in roots:
+            roots.append(folder)
+
+    for root in (*configured, *([project_root] if project_root is not None else [])):
+        add(Path(os.path.realpath(root)))
+    for root in named:
         real = Path(os.path.realpath(root))
-        if real.is_dir() and real not in roots:
-            roots.append(real)
+        add(real)
+        above = real
+        while _is_package(above) and above.parent != above:
+            above = above.parent
+        if above != real:
+            add(above)
     roots.sort(key=lambda p: len(p.parts), reverse=True)
     return tuple(roots)
+
+
+def _is_package(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in PACKAGE_FILES)
 
 
 def _dotted(parts: Sequence[str]) -> str | None:

@@ -263,6 +263,9 @@ class ModuleInfo:
         self.functions: dict[str, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self.top_level = _TopLevel(self)
+        # Top-level name -> every definition of it in one chunk, in source order, where there
+        # are several (`if fast: class Step: ... else: class Step: ...`); top_level has the last.
+        self.alternatives: dict[str, list[Definition]] = {}
         self.function_by_node: dict[int, FunctionInfo] = {}
         # Parent of every parsed node (by id).
         self.parents: dict[int, cst.CSTNode] = {}
@@ -865,10 +868,19 @@ class _Collector:
         if self.registering:
             self.module.classes[qualname] = info
             if not self.scope:
+                self._alternative(node.name.value, info)
                 self.module.top_level.parsed[node.name.value] = info
                 self.module.globals.add(node.name.value)
         self.enclosing.append(info)
         self.scope.append(node.name.value)
+
+    def _alternative(self, name: str, info: "Definition") -> None:
+        """A second definition of a top-level name in the chunk being parsed: both are kept."""
+        earlier = self.module.top_level.parsed.get(name)
+        if earlier is not None and earlier.module is self.module and earlier.node is not info.node:
+            found = self.module.alternatives.setdefault(name, [earlier])
+            if info not in found:
+                found.append(info)
 
     def _leave_class(self) -> None:
         self.enclosing.pop()
@@ -894,6 +906,7 @@ class _Collector:
             elif parent is not None:
                 parent.nested[node.name.value] = info
             elif not self.scope:
+                self._alternative(node.name.value, info)
                 self.module.top_level.parsed[node.name.value] = info
                 self.module.globals.add(node.name.value)
         elif parent is not None:
@@ -1080,15 +1093,28 @@ def _meaning_of_local(name: str, reaching) -> Optional[str]:
     return name if name in MODULE_STAND_INS else None
 
 
+def _stem_only(module: ModuleInfo, name: str) -> bool:
+    """The name is the file's stem alone, its folder not a package."""
+    path = module.path
+    return name == path.stem and path.name not in PACKAGE_FILES and not any((path.parent / f).is_file() for f in PACKAGE_FILES)
+
+
 class Project:
     """All modules of the checked tree, indexed by dotted name."""
 
     def __init__(self, modules: list[ModuleInfo]):
         self.modules = modules
         self.by_name: dict[str, list[ModuleInfo]] = {}
+        # A file's bare stem, when a source root names it otherwise, is a script's sibling
+        # import (`import helpers` beside it): it gives way to a file a root names so.
+        by_stem: dict[str, list[ModuleInfo]] = {}
         for module in modules:
             for name in module.names:
-                self.by_name.setdefault(name, []).append(module)
+                claims = by_stem if name != module.name and _stem_only(module, name) else self.by_name
+                claims.setdefault(name, []).append(module)
+        for name, claimants in by_stem.items():
+            if name not in self.by_name:
+                self.by_name[name] = claimants
         # Two files can claim one dotted name (the same relative path under two named
         # folders): imports of it stay unresolved, but a module still names its own
         # definitions, through a name no import can spell.
@@ -1214,6 +1240,37 @@ class Project:
         found = self._lookup(qualified)
         self._lookups[qualified] = found
         return found
+
+    def lookup_all(self, qualified: str) -> list[Definition]:
+        """Every definition a dotted name can designate: `lookup`'s, and where the top-level
+        name it goes through is defined on several branches (`if fast: class Step` / `else:
+        class Step`), the same path through each of them."""
+        found = self.lookup(qualified)
+        if found is None:
+            return []
+        top: Definition = found
+        while isinstance(top, FunctionInfo) and top.cls is not None:
+            top = top.cls
+        while isinstance(top, ClassInfo) and "." in top.qualname:
+            outer = top.module.classes.get(top.qualname.rsplit(".", 1)[0])
+            if outer is None:
+                break
+            top = outer
+        alternatives = top.module.alternatives.get(top.qualname) if top.qualname == getattr(top, "name", None) else None
+        if not alternatives:
+            return [found]
+        path = found.qualname.split(".")[1:]
+        out: list[Definition] = []
+        for definition in alternatives:
+            current: Optional[Definition] = definition
+            for attr in path:
+                if isinstance(current, ClassInfo):
+                    current = current.methods.get(attr) or current.module.classes.get(f"{current.qualname}.{attr}")
+                else:
+                    current = None
+            if current is not None and current not in out:
+                out.append(current)
+        return out or [found]
 
     def _lookup(self, qualified: str) -> Optional[Definition]:
         parts = qualified.split(".")

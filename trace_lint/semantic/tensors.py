@@ -82,6 +82,10 @@ class TensorFacts:
             found = annotation is not None and self.qualified(annotation.annotation) in tables().ttnn.tensor_types
         elif binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
             found = self.is_device_value(binding.value)
+        elif binding.kind == "augassign" and isinstance(binding.node, cst.AugAssign):
+            # `p += q` keeps a device tensor, or makes one from a device operand.
+            statement = binding.node
+            found = self.is_device_value(statement.value) or self.is_device_value(statement.target)
         self._device_bindings[id(binding)] = found
         return found
 
@@ -90,6 +94,16 @@ class TensorFacts:
 
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _names_module_class(name: Optional[str]) -> bool:
+    """A module class of a torch.nn namespace (`torch.nn.Linear`); not its functions
+    (`torch.nn.functional.relu`) or `torch.nn.Parameter` (a tensor)."""
+    if name is None:
+        return False
+    api = tables().torch
+    namespace, _, last = name.rpartition(".")
+    return namespace in api.module_namespaces and last[:1].isupper() and name not in api.not_module_classes
 
 
 def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str, classes: Optional[ValueClasses] = None) -> Optional[str]:
@@ -248,7 +262,11 @@ class TorchFacts:
         created = self.creation_device(expr)
         if created is not None:
             return created
+        if self._made_with_device(expr):
+            return "cuda"  # `torch.zeros(n, device=x.device)`: buffers are made for the device
         func = expr.func
+        if self.is_nn_module(func):
+            return "cuda"  # `self.lin(x)`: a torch.nn module's output
         name = self.qualified(func)
         if name is not None:
             if name in api.value_functions:
@@ -273,20 +291,59 @@ class TorchFacts:
             return self._kind_of(receiver)
         return None
 
+    def _made_with_device(self, call: cst.Call) -> bool:
+        """A creation given a device that is not known to be the host."""
+        api = tables().torch
+        name = self.qualified(call.func)
+        if name not in api.creators and name not in api.like_creators:
+            return False
+        _, keywords = call_arguments(call)
+        device = keywords.get("device")
+        return device is not None and not _is_none(device) and self.device_kind(device) != "cpu"
+
     def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
-        """The kind of a value a method stores on `self`: a creation given a device that is
-        not the host is taken for a device tensor (buffers are made for the device)."""
-        facts = TorchFacts(self.project, method, method.module, self.classes)
-        kind = facts._kind_of(value)
-        if kind is None and isinstance(value, cst.Call):
-            name = facts.qualified(value.func)
-            api = tables().torch
-            if name in api.creators or name in api.like_creators:
-                _, keywords = call_arguments(value)
-                device = keywords.get("device")
-                if device is not None and not _is_none(device) and facts.device_kind(device) != "cpu":
-                    return "cuda"
-        return kind
+        """The kind of a value a method stores on `self`."""
+        return TorchFacts(self.project, method, method.module, self.classes)._kind_of(value)
+
+    # -- torch.nn modules ---------------------------------------------------------------------
+    def is_nn_module(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+        """An instance of a torch.nn module class (`torch.nn.Linear(...)`, `nn.Sequential(...)`,
+        through `.cuda()` / `.to()` / `.eval()`), or a local name or attribute bound only to
+        one: calling it computes a tensor."""
+        if _depth > 4:
+            return False
+        api = tables().torch
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in api.module_passthrough_methods:
+                return self.is_nn_module(func.value, _depth + 1)
+            return _names_module_class(self.qualified(func))
+        if isinstance(expr, cst.Name):
+            function = self.function
+            if function is None or not function.bindings.binds(expr.value):
+                return False
+            reaching = function.bindings.reaching(expr.value, expr)
+            return bool(reaching) and all(
+                b.kind in ("assign", "annassign") and b.value is not None and self.is_nn_module(b.value, _depth + 1) for b in reaching
+            )
+        if isinstance(expr, cst.Attribute):
+            return attribute_kind(self.function, expr, self._stored_module, "torch.nn", self.classes) == "module"
+        return False
+
+    def _stored_module(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
+        return "module" if TorchFacts(self.project, method, method.module, self.classes).is_nn_module(value) else None
+
+    def _annotated_tensor(self, param: cst.CSTNode) -> bool:
+        annotation = getattr(param, "annotation", None)
+        if annotation is None:
+            return False
+        expr = annotation.annotation
+        if isinstance(expr, cst.SimpleString):
+            try:
+                expr = cst.parse_expression(expr.evaluated_value)
+            except Exception:
+                return False
+        return self.qualified(expr) in tables().torch.tensor_types
 
     def _name_kind(self, name: cst.Name) -> Optional[str]:
         """The kind every binding of a local name that can reach this read agrees on (from
@@ -307,12 +364,22 @@ class TorchFacts:
     def _binding_kind(self, binding) -> Optional[str]:
         if id(binding) in self._binding_kinds:
             return self._binding_kinds[id(binding)]
-        if binding.kind not in ("assign", "annassign", "walrus") or binding.value is None:
-            return None  # a parameter, a loop target, `+=`...: not known from here
+        if binding.kind == "param":
+            # A parameter annotated as a tensor: in captured code, device work's input.
+            return "cuda" if self._annotated_tensor(binding.node) else None
+        augmented = binding.kind == "augassign" and isinstance(binding.node, cst.AugAssign)
+        if not augmented and (binding.kind not in ("assign", "annassign", "walrus") or binding.value is None):
+            return None  # a loop target, a with target...: not known from here
         self._judging.add(id(binding))
         assumed_before = self._assumed
         try:
-            kind = self._kind_of(binding.value)
+            if augmented:
+                # `p &= q` keeps what `p & q` would be.
+                statement = binding.node
+                kinds = {self._kind_of(statement.target), self._kind_of(statement.value)} - {None}
+                kind = kinds.pop() if len(kinds) == 1 else None
+            else:
+                kind = self._kind_of(binding.value)
         finally:
             self._judging.discard(id(binding))
         if self._assumed == assumed_before:

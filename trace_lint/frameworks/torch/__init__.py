@@ -33,7 +33,7 @@ class TorchCudaGraphs(Framework):
     def begins_capture_on_receiver(self, call):
         import libcst as cst
 
-        return isinstance(call.func, cst.Attribute) and not call.args and call.func.attr.value in self.table.graph_begin_methods
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value in self.table.graph_begin_methods
 
     def ends_region(self, region, call):
         from .regions import is_graph_end

@@ -78,28 +78,50 @@ def _is_graph(project: Project, function: FunctionInfo, receiver: cst.BaseExpres
 
     if isinstance(receiver, cst.Call):
         return names_graph(receiver.func, module, function)
+    def value_is_graph(value: cst.BaseExpression) -> Optional[bool]:
+        if isinstance(value, cst.IfExp):
+            # `None if disabled else torch.cuda.CUDAGraph()`: the operand that is not None.
+            parts = [p for p in (value.body, value.orelse) if not (isinstance(p, cst.Name) and p.value == "None")]
+            answers = {value_is_graph(p) for p in parts}
+            return answers.pop() if len(answers) == 1 else None
+        if isinstance(value, cst.Call):
+            return names_graph(value.func, module, function)
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and _on_self(value.value, function):
+            # `self.graphs[bs]`: what every store into the container puts there.
+            stored = [v for _, v in function.cls.element_values.get(value.value.attr.value, ())]  # type: ignore[union-attr]
+            answers = {isinstance(v, cst.Call) and names_graph(v.func, function.cls.module, None) for v in stored}  # type: ignore[union-attr]
+            return True if answers == {True} else None
+        return None
+
     if isinstance(receiver, cst.Name):
         if receiver.value in function.params:
             annotation = _annotation_of(function, receiver.value)
             return True if names_graph(annotation, module, function) else (None if annotation is None else False)
-        bindings = _single_bindings(function)
-        if receiver.value in bindings:
-            value = bindings[receiver.value]
-            if isinstance(value, cst.Call):
-                return names_graph(value.func, module, function)
+        if not function.bindings.binds(receiver.value):
             return None
-        return None
-    if (
-        isinstance(receiver, cst.Attribute)
-        and isinstance(receiver.value, cst.Name)
-        and function.cls is not None
-        and function.params
-        and receiver.value.value == function.params[0]
-    ):
-        constructor = function.cls.attribute_types.get(receiver.attr.value)
-        if constructor is None:
-            return None
-        return names_graph(constructor, function.cls.module, None)
+        # Every binding that reaches the call (a `graph = None` placeholder cannot).
+        answers = set()
+        for binding in function.bindings.reaching(receiver.value, receiver):
+            value = binding.value if binding.kind in ("assign", "annassign", "walrus") else None
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            answers.add(value_is_graph(value) if value is not None else None)
+        if False in answers:
+            return False
+        return True if answers == {True} else None
+    if isinstance(receiver, cst.Attribute) and _on_self(receiver, function):
+        constructor = function.cls.attribute_types.get(receiver.attr.value)  # type: ignore[union-attr]
+        if constructor is not None:
+            return names_graph(constructor, function.cls.module, None)  # type: ignore[union-attr]
+        # `self.graph = None if disabled else torch.cuda.CUDAGraph()`: every value stored.
+        answers = set()
+        for method, value in function.cls.attribute_values.get(receiver.attr.value, ()):  # type: ignore[union-attr]
+            for part in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
+                if not (isinstance(part, cst.Name) and part.value == "None"):
+                    answers.add(isinstance(part, cst.Call) and names_graph(part.func, method.module, method))
+        return True if answers == {True} else None
+    if isinstance(receiver, cst.Subscript):
+        return value_is_graph(receiver)
     return None
 
 
@@ -172,11 +194,12 @@ def find_cuda_graph_regions(project: Project, function: FunctionInfo, capture_co
                         )
                     )
                     break
-        elif kind is cst.Call and type(node.func) is cst.Attribute and not node.args:
+        elif kind is cst.Call and type(node.func) is cst.Attribute:
             method = node.func.attr.value
             if method in api.graph_begin_methods:
+                # `capture_begin(pool=..., capture_error_mode=...)` begins as the bare call does.
                 begins.append((node, statement if statement is not None else node))
-            elif method in api.graph_end_methods:
+            elif method in api.graph_end_methods and not node.args:
                 ends.append(node)
     if not begins and not regions:
         return []
