@@ -349,3 +349,34 @@ def test_tensor_methods_on_self_are_not_work_to_warm_up(lint):
         """), select=("TRC404",))
     # `self.model(...)` and `self.decoder.forward(...)` are user work never run before the capture.
     assert [(f.location.row, f.code, f.message.split("`")[1]) for f in findings] == [(6, "TRC404", "self.model(...)")]
+
+
+def test_a_draw_on_a_device_tensor_is_no_cpu_random_draw(lint):
+    # torch.multinomial draws on its input's device: the CUDA generator, which graphs replay.
+    # A draw made with no device (torch.rand(4)) or from a host tensor is the CPU's.
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        def sample(logits):
+            return torch.multinomial(torch.softmax(logits, dim=-1), 1)
+
+
+        def noise(n):
+            host = torch.ones(n)
+            return torch.rand(n), torch.bernoulli(host)
+
+
+        def capture(static_logits):
+            sample(static_logits)
+            noise(4)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = sample(static_logits)
+                extra = noise(4)
+            return g, out, extra
+        """
+    )
+    found = sorted((f.location.row, f.code) for f in lint(source, select=("TRC203",)))
+    assert found == [(10, "TRC203")]

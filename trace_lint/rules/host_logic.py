@@ -505,6 +505,13 @@ class HostSideEffect(_HostLogicRule):
             and expr.value not in self.context.capture_time_parameters(function)
         )
 
+    def _draws_on_the_host(self, name: str, call: cst.Call) -> bool:
+        if name not in self.context.tables.python.random_torch_from_input:
+            return _is_host_torch(call)
+        # Drawn on its input's device: a host draw only where that input is known host.
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        return bool(positional) and self.context.torch.is_host(positional[0])
+
     def _outliving_container(self, container: cst.BaseExpression) -> bool:
         """A container that outlives the capture: an attribute of self/cls, of a global or of
         a class (`self.stats`), a module-level container, or one from an enclosing function."""
@@ -640,7 +647,7 @@ class HostSideEffect(_HostLogicRule):
             return
         if any(name.startswith(prefix + ".") for prefix in python.random):
             self._report_statement(node, f"the random draw `{name}`")
-        elif name in python.random_torch_cpu and _is_host_torch(node):
+        elif name in python.random_torch_cpu and self._draws_on_the_host(name, node):
             self._report_statement(node, f"the CPU random draw `{name}`")
         elif name in python.clock:
             self._report_statement(node, f"the wall-clock read `{name}`")
@@ -692,6 +699,8 @@ def _receiver(function: FunctionInfo) -> Optional[str]:
 
 
 def _is_host_torch(call: cst.Call) -> bool:
+    """A creation-style draw (`torch.rand(n)`): on the host unless a device or generator says
+    otherwise."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value in ("device", "generator"):
             value = arg.value
