@@ -133,3 +133,16 @@ def test_code_that_never_runs_while_capturing_is_not_captured(lint):
     )
     # Only the `else` of `if not capturing()` runs in the capture.
     assert codes(lint(source)) == [(17, "TRC102")]
+
+
+def test_a_cache_kept_in_the_instance_dict_through_a_local(lint):
+    # tt-bio's shape: the memo dict lives on the instance, read through `__dict__.setdefault`.
+    source = layer(
+        """\
+        cache = self.__dict__.setdefault("_zero_cache", {})
+        if (x.shape, x.dtype) not in cache:
+            cache[x.shape, x.dtype] = ttnn.zeros(x.shape, device=x.device())
+        return ttnn.add(x, cache[x.shape, x.dtype])
+        """
+    )
+    assert codes(lint(source)) == []

@@ -70,7 +70,10 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
         key = test.expression
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn):
         container = test.comparisons[0].comparator
-        wanted = f"{_state_key(container, module)}[{module.normalized(test.left)}]"
+        entry = module.normalized(test.left)
+        if isinstance(test.left, cst.Tuple) and entry.startswith("(") and entry.endswith(")"):
+            entry = entry[1:-1]  # `(a, b) not in c` fills `c[a, b]`
+        wanted = f"{_state_key(container, module)}[{entry}]"
     aliased: set[str] = set()
     if key is not None:
         wanted = _state_key(key, module)
@@ -81,7 +84,10 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
             if not aliased:
                 return False
     elif container is not None and not _outlives_the_call(container, function):
-        return False
+        # `cache = self.__dict__.setdefault("c", {})` then `if k not in cache: cache[k] = ...`:
+        # a local alias of a container that outlives the call; its entry is filled.
+        if not _aliased_state(container, node, module, function):
+            return False
     if wanted is None:
         return False
     for statement in _small_statements(node.body):
@@ -134,7 +140,20 @@ def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tu
 
 
 def _getattr_target(expr: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, str]]:
-    """`getattr(obj, "name", default)` -> (obj, "name")."""
+    """`getattr(obj, "name", default)`, `obj.__dict__.setdefault("name", default)` or
+    `obj.__dict__.get("name")` -> (obj, "name")."""
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("setdefault", "get")
+        and isinstance(expr.func.value, cst.Attribute)
+        and expr.func.value.attr.value == "__dict__"
+        and expr.args
+        and isinstance(expr.args[0].value, cst.SimpleString)
+    ):
+        name = expr.args[0].value.evaluated_value
+        if isinstance(name, str) and name.isidentifier():
+            return expr.func.value.value, name
     if (
         isinstance(expr, cst.Call)
         and isinstance(expr.func, cst.Name)
