@@ -348,3 +348,28 @@ def test_the_eager_call_below_a_capture_branch_that_returns_is_another_path(lint
     )
     # The second function's eager call comes after its capture on the same run: no warm-up.
     assert trc404(lint(source)) == [28]
+
+
+def test_methods_of_library_objects_kept_in_a_tuple_attribute_are_not_user_work(lint):
+    # vllm's benchmark: `self._events = (torch.cuda.Event(), ...)`, `.record()` in the graph.
+    source = textwrap.dedent(
+        """\
+        import torch
+
+
+        class Bench:
+            def __init__(self, model):
+                self.model = model
+                self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+
+            def capture(self, x):
+                self.model(x)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    self._events[0].record()
+                    out = self.model(x)
+                    self._events[1].record()
+                return graph, out
+        """
+    )
+    assert trc404(lint(source)) == []

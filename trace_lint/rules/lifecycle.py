@@ -724,6 +724,9 @@ class MissingWarmUp(Rule):
                 if not self._bound_to_library(func, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
+                element_of = func.value.value if isinstance(func.value, cst.Subscript) else None
+                if isinstance(element_of, cst.Attribute) and element_of.value is root and self.facts.holds_library_objects(function, element_of.attr.value):
+                    continue  # `self._events[0].record()`: a torch.cuda.Event's method
                 if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
                 if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
