@@ -194,17 +194,20 @@ def runs_after_region(region: Region, node: cst.CSTNode) -> bool:
     for loop in loops(region.function):
         if within(module, node, loop) and within(module, region.begin, loop):
             return False
-    return not exclusive(region.function, region.begin, node) and not _left_before(region, node)
+    return not exclusive(region.function, region.begin, node) and not reached_around(region.function, region.begin, node)
 
 
-def _left_before(region: Region, node: cst.CSTNode) -> bool:
-    """The capture sits in a block that always returns or raises and does not hold the node:
-    the node runs on another run of the function, never after this capture
-    (`if calls == 2: begin ...; return out` then an eager `return step()`)."""
-    module = region.module
-    node_ancestors = {id(a) for a in module.ancestors(node, stop=region.function.node)}
-    for block in module.ancestors(region.begin, stop=region.function.node):
-        if isinstance(block, cst.IndentedBlock) and id(block) not in node_ancestors and always_leaves(block):
+def reached_around(function: FunctionInfo, site: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Some run of the function reaches the node without passing through the site (a
+    capture's begin, a capture helper's call): the site sits under an `if` that does not hold
+    the node (its test can be false: "first call eager, second call captured" with the eager
+    run written below), or in a block that always returns or raises and does not hold it."""
+    module = function.module
+    node_ancestors = {id(a) for a in module.ancestors(node, stop=function.node)}
+    for block in module.ancestors(site, stop=function.node):
+        if id(block) in node_ancestors:
+            continue
+        if isinstance(block, cst.If) or (isinstance(block, cst.IndentedBlock) and always_leaves(block)):
             return True
     return False
 

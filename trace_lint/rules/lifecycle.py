@@ -17,7 +17,7 @@ from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
 from ..semantic.tensors import TensorFacts
-from ..capture.values import assigned_value, executed_after, input_names, loops, runs_after_region, same_trace, within
+from ..capture.values import assigned_value, executed_after, input_names, loops, reached_around, runs_after_region, same_trace, within
 from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
@@ -518,9 +518,10 @@ _WARM_UP_DEPTH = 6
 
 
 def _runs_before(function: FunctionInfo, node: cst.CSTNode, site: cst.CSTNode) -> bool:
-    """In the text before the site, or in a loop that holds both (its next turn)."""
+    """In the text before the site, in a loop that holds both (its next turn), or on a path
+    that skips the site (an earlier call of the function)."""
     module = function.module
-    if module.start(node) < module.start(site):
+    if module.start(node) < module.start(site) or reached_around(function, site, node):
         return True
     for loop in loops(function):
         if within(module, node, loop) and within(module, site, loop):
