@@ -58,10 +58,6 @@ class AnalysisState(Protocol):
     def report_position(self, rule: CheckingRule, module: "ModuleInfo", line: int, column: int, message: str) -> None: ...
 
 
-# Names that belong to a framework's library, not to the checked project.
-_FRAMEWORK_PREFIXES = ("torch.", "ttnn.")
-
-
 class ProgramFacts:
     """The whole-program facts a rule may ask for: captures, calls, effects, names, modules.
 
@@ -163,31 +159,9 @@ class ProgramFacts:
 
     # -- effects -----------------------------------------------------------------------------
     def holds_library_objects(self, function: "FunctionInfo", attribute: str) -> bool:
-        """Every `self.<attribute> = (...)` / `[...]` in the methods of the function's class
-        fills it with framework objects only (`(torch.cuda.Event(), torch.cuda.Event())`):
-        its elements' methods are library calls, not user work."""
-        cls = function.cls
-        if cls is None:
-            return False
-        seen = False
-        for method in cls.methods.values():
-            receiver = method.params[0] if method.params else None
-            for node in method.nodes:
-                if not isinstance(node, cst.Assign):
-                    continue
-                for target in node.targets:
-                    t = target.target
-                    if not (isinstance(t, cst.Attribute) and t.attr.value == attribute and isinstance(t.value, cst.Name) and t.value.value == receiver):
-                        continue
-                    if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
-                        return False
-                    for element in node.value.elements:
-                        value = element.value
-                        name = self.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
-                        if name is None or not name.startswith(_FRAMEWORK_PREFIXES):
-                            return False
-                    seen = True
-        return seen
+        """Every tuple or list stored in `self.<attribute>` by the methods of the function's
+        class holds framework objects only (`(torch.cuda.Event(), torch.cuda.Event())`)."""
+        return self._engine.effects.holds_library_objects(function, attribute)
 
     def reaches_device_work(self, target: "Target") -> bool:
         """Calling the target does device work (a framework op), here or frames down."""

@@ -99,6 +99,33 @@ class Effects:
                     return False
         return True
 
+    def holds_library_objects(self, function: "FunctionInfo", attribute: str) -> bool:
+        """Every `self.<attribute> = (...)` / `[...]` in the methods of the function's class
+        fills it with framework objects only (`(torch.cuda.Event(), torch.cuda.Event())`):
+        its elements' methods are library calls, not user work."""
+        cls = function.cls
+        if cls is None:
+            return False
+        seen = False
+        for method in cls.methods.values():
+            receiver = method.params[0] if method.params else None
+            for node in method.nodes:
+                if not isinstance(node, cst.Assign):
+                    continue
+                for target in node.targets:
+                    t = target.target
+                    if not (isinstance(t, cst.Attribute) and t.attr.value == attribute and isinstance(t.value, cst.Name) and t.value.value == receiver):
+                        continue
+                    if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
+                        return False
+                    for element in node.value.elements:
+                        value = element.value
+                        name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
+                        if name is None or not name.startswith(_FRAMEWORKS):
+                            return False
+                    seen = True
+        return seen
+
     def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call of something the analysis cannot see into that is user code: a local or
         parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
