@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from trace_lint import __version__
-from trace_lint.docs import SHIPPED_RULES_PAGE, render
+from trace_lint.core.rule_links import SHIPPED_RULES_PAGE
+from trace_lint.docs import render
 
 from .cli_helpers import CAPTURE_READING_HOST, REPO
 

@@ -196,7 +196,8 @@ def check(
         _write_output("".join(f"{name}\n" for name in sorted(listed)), output_file)
         raise typer.Exit(EXIT_ERROR if found.errors else 0)
     try:
-        from .driver.cache import ResultCache, cache_folder
+        from .core.files import cache_folder
+        from .driver.cache import ResultCache
         from .driver.parallel import AUTO
         from .driver.progress import Progress
 

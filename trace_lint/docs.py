@@ -8,7 +8,6 @@ else at the shipped page. The rules are imported only to render: links stay chea
 
 from __future__ import annotations
 
-from .core.rule_links import SHIPPED_RULES_PAGE, rule_url, rules_page_url  # noqa: F401  (re-exported)
 
 
 HEADER = """\

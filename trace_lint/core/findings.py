@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional
 
 # Where a rule's docs are: the package's metadata or the page it ships.
-from .rule_links import rule_url, rules_page_url  # noqa: F401
+from .rule_links import rule_url
 
 
 @dataclass(frozen=True, order=True)

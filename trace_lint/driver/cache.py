@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
-from ..core.files import cache_folder, mark_cache_folder, read_regular_file as _read_regular_file, write_atomically  # noqa: F401  (cache_folder: this module's API)
+from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
 from ..frontend.text_index import called_names, defined_names
 

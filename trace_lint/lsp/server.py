@@ -31,7 +31,8 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from ..frontend.discovery import discover
 from ..core.findings import Edit, Finding, Related
-from ..driver.cache import ResultCache, cache_folder
+from ..core.files import cache_folder
+from ..driver.cache import ResultCache
 from ..driver.checker import check
 from ..core.config import ConfigError, Settings, load_settings
 from ..report.fixes import apply_fixes, wanted

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
-from ..core.findings import Finding, Location, rules_page_url
+from ..core.findings import Finding, Location
+from ..core.rule_links import rules_page_url
 from . import OutputContext
 
 _SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO", "hint": "INFO"}

@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 from urllib.parse import quote
 
 from .. import __version__
-from ..core.findings import Finding, Location, Related, rule_url, rules_page_url
+from ..core.findings import Finding, Location, Related
+from ..core.rule_links import rule_url, rules_page_url
 from . import OutputContext, printable_name
 from ._paths import relative_to_root, repository_root
 
