@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
@@ -22,6 +23,7 @@ from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
 from ..core.api_tables import tables
+from ..core.config import real_path
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -1251,9 +1253,9 @@ class DeviceReach:
             return self._returned_captures(function, depth, field)
         # pytest finds a fixture from the tests of its own folder and below (a conftest.py) or
         # of its module: a fixture of the same name elsewhere is another device.
-        folder = function.module.path.parent
+        folder = _real(function.module).parent
         for module in self.facts.modules_mentioning(name.encode()):
-            if module is not function.module and not module.path.is_relative_to(folder):
+            if module is not function.module and not _real(module).is_relative_to(folder):
                 continue
             if module is not function.module and self._shadowed(name, folder, module):
                 continue
@@ -1269,9 +1271,9 @@ class DeviceReach:
     def _shadowed(self, name: str, folder, module) -> bool:
         """A fixture of the same name nearer to the test module (in itself, or in a
         conftest.py of a folder between) is the one its tests get."""
-        between = [p for p in module.path.parents if p != folder and p.is_relative_to(folder)]
+        between = [p for p in _real(module).parents if p != folder and p.is_relative_to(folder)]
         for candidate in self.facts.modules_mentioning(name.encode()):
-            if candidate is not module and not (candidate.path.name == "conftest.py" and candidate.path.parent in between):
+            if candidate is not module and not (candidate.path.name == "conftest.py" and _real(candidate).parent in between):
                 continue
             candidate.load()
             if any(_fixture_name(f) == name for f in candidate.iter_functions((name,))):
@@ -1300,6 +1302,12 @@ class DeviceReach:
         if isinstance(parent, cst.Arg) and parent.keyword is node:
             return False
         return True
+
+
+def _real(module) -> Path:
+    """A module's file as one absolute path: a run names some files relative to the current
+    folder and finds the rest of the project by walking its root."""
+    return real_path(module.path)
 
 
 def _fixture_name(function: FunctionInfo) -> Optional[str]:
