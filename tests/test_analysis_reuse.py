@@ -549,3 +549,17 @@ def test_a_file_edited_since_its_findings_were_settled_is_settled_again(project,
     assert edited == _run([project], project)
     assert [(f[0], f[1], f[2]) for f in edited[0]] == [*((f[0], f[1], f[2]) for f in first[0]), ("pkg/other.py", 4, "TRC002")]
     assert _run([project / "pkg" / "runner.py"], project, cache) == _run([project / "pkg" / "runner.py"], project)
+
+
+def test_a_named_file_without_a_capture_is_answered_from_the_record_once_it_parses(project, tmp_path, monkeypatch):
+    from trace_lint.driver import checker
+
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    settled_again = []
+    real = checker._reported
+    monkeypatch.setattr(checker, "_reported", lambda *args, **kwargs: settled_again.append(1) or real(*args, **kwargs))
+    model = project / "pkg" / "model.py"  # the prefilter does not admit it: no capture starts there
+    assert _run([model], project, cache) == _run([model], project)
+    assert settled_again == [1]  # only the run without the cache settled anything
+    assert [(f[0], f[1], f[2]) for f in _run([model], project, cache)[0]] == [("pkg/model.py", 6, "TRC102")]

@@ -178,6 +178,8 @@ class AnalysisRecord:
     # suppressions and per-file ignores, before choosing the run's files), for every file the
     # recording run settled; None where that run stopped short (a file it could not read).
     reported: Optional[dict[str, list[Finding]]] = None
+    # Read back by this run and found to match every file the analysis read (not stored).
+    reused: bool = False
 
     def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
         """(indexes of the groups this run must analyse again, admitted files no group
@@ -348,14 +350,21 @@ def _facts(value, files: frozenset) -> dict[str, tuple]:
     return facts
 
 
-def _reported(value, files: frozenset) -> Optional[dict[str, list[Finding]]]:
-    """What each settled file reports (AnalysisRecord.reported), or None."""
+def _reported(value, files: frozenset, engine_findings: list[Finding]) -> Optional[dict[str, list[Finding]]]:
+    """What each settled file reports (AnalysisRecord.reported), or None; null for a file:
+    the engine's findings in it."""
     if value is None:
         return None
     if type(value) is not dict or not value.keys() <= files:
         raise BadEntry("bad reported findings")
+    by_file: dict[str, list[Finding]] = {}
+    for finding in engine_findings:
+        by_file.setdefault(finding.filename, []).append(finding)
     reported = {}
     for display, items in value.items():
+        if items is None:
+            reported[display] = list(by_file.get(display, []))
+            continue
         found = [finding_from_data(item, files) for item in _list(items, MAX_INT)]
         if any(finding.filename != display for finding in found):
             raise BadEntry("a reported finding of another file")
@@ -509,14 +518,25 @@ class ResultCache:
         groups, facts, reported = _list(entry["groups"], len(files) + 1), entry["facts"], entry["reported"]
         if entry["digest"] != findings_digest([hashes, groups, facts, reported]):
             raise BadEntry("a record that does not match its digest")
-        return AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files), _reported(reported, files))
+        record = AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
+        record.reported = _reported(reported, files, record.findings)
+        return record
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
         groups = [_group_data(group) for group in record.groups]
         facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
         reported = None
         if record.reported is not None:
-            reported = {display: [finding_to_data(f) for f in found] for display, found in record.reported.items()}
+            # A file whose suppressions and ignores change nothing (most) is stored as null:
+            # what it reports is the engine's findings in it.
+            engine_data: dict[str, list[str]] = {}
+            for finding in record.findings:
+                engine_data.setdefault(finding.filename, []).append(json.dumps(finding_to_data(finding), sort_keys=True))
+            reported = {}
+            for display, found in record.reported.items():
+                items = [finding_to_data(f) for f in found]
+                same = sorted(json.dumps(item, sort_keys=True) for item in items) == sorted(engine_data.get(display, []))
+                reported[display] = None if same else items
         data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported}
         data["digest"] = findings_digest([record.hashes, groups, facts, reported])
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")

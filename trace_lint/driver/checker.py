@@ -221,7 +221,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     records: list = []
     if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
         records = list(cache.analysis_records(*_analysis_inputs(settings, entries, hashes)))
-        settled = _settled(records, entries, raw, hashes, admitted)
+        settled = _settled(records, entries, raw, hashes, admitted, settings)
         if settled is not None:
             # Nothing the analysis read has changed, and every file this run reports on was
             # settled by the run that recorded it: neither libcst nor the rules are loaded.
@@ -262,21 +262,24 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         # What this run settled joins what the record had settled, for the files whose
         # contents are the record's (a file that cannot be read settles nothing).
         current = {display: content for display, _name, content, _role in hashes}
+        known = record.reported
         if errors_before == len(result.errors):
             settled = {**(record.reported or {}), **layer}
             record.reported = {display: found for display, found in settled.items() if record.hashes.get(display) == current.get(display)}
-        cache.store_analysis(_analysis_inputs(settings, entries, hashes)[0], record)
+        # A record read back that this run settled nothing new in is already on disk: a file
+        # it settled again gives the same from the same engine findings and contents.
+        if not (record.reused and known is not None and record.reported is not None and record.reported.keys() == known.keys()):
+            cache.store_analysis(_analysis_inputs(settings, entries, hashes)[0], record)
     return findings
 
 
-def _settled(records: list, entries, raw: dict[int, bytes], hashes, admitted: list[int]) -> Optional[list[Finding]]:
+def _settled(records: list, entries, raw: dict[int, bytes], hashes, admitted: list[int], settings: Settings) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
     (`AnalysisRecord.reported`); None otherwise. A named file the prefilter does not admit
-    is parsed for its syntax errors, so such a run is not answered here."""
+    is checked for its syntax errors on its own first: only one that parses is answered here."""
     admitted_set = set(admitted)
-    if any(entry[4] & EXPLICIT and index not in admitted_set for index, entry in enumerate(entries)):
-        return None
+    named_only = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT and index not in admitted_set]
     current = {display: content for display, _name, content, _role in hashes}
     data = {entries[i][2]: content for i, content in raw.items()}
     admitted_paths = {entries[i][2] for i in admitted}
@@ -291,8 +294,24 @@ def _settled(records: list, entries, raw: dict[int, bytes], hashes, admitted: li
         # A file edited since (a new comment can be a suppression) is settled again.
         if not needed <= record.reported.keys() or any(current[display] != record.hashes[display] for display in needed):
             return None
+        if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings):
+            return None
         return [f for display in sorted(needed) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
+
+
+def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings) -> bool:
+    """Whether the parse check a run makes of these named files (`_parse_errors`) finds
+    anything: the same check, on a project of those files alone (a file's parse error is
+    its own)."""
+    from ..semantic.project import ModuleInfo, Project
+
+    modules = [ModuleInfo(entries[i][0], entries[i][1], entries[i][2], text=entries[i][3]) for i in indexes]
+    project = Project(modules)
+    for module, index in zip(modules, indexes):
+        if index in raw:
+            project._raw[id(module)] = raw[index]
+    return bool(_parse_errors(project, settings, modules, settings.enabled_codes(), []))
 
 
 def _finished(findings: list[Finding]) -> list[Finding]:
@@ -382,6 +401,7 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
             # No file the engine's findings depend on has changed: the engine would find
             # the same (tests/test_analysis_reuse.py checks runs with and without it). The
             # record keeps its contents: later runs compare with them, which is as sound.
+            record.reused = True
             return record.findings, record.facts, record
         if found is not None and previous is None:
             previous, plan = record, found
