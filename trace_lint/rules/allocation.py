@@ -15,8 +15,8 @@ from ..semantic.nodes import call_arguments, iter_body_nodes
 from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, loops, made_in_region_and_read_after, reaching, within
 from ..semantic.summaries import container_of
 from ..core.api_tables import tables
-from ._common import is_none, keyword
-from ._torch import host_creation
+from ._common import keyword
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -111,16 +111,13 @@ class TensorCreation(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.context.qualified_name(node.func)
-        if name is not None and name in self.context.tables.ttnn.creators:
-            region = self.context.region
-            if region is not None and id(node) in reallocations(region, self.facts):
-                return  # the next trace input, allocated where the freed one was
-            self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
-        elif self.context.torch_api_applies:
-            created = host_creation(self.context, node)
-            if created is not None:
-                self.report(node, f"`{created}` creates a host tensor inside a capture; the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing")
+        found = self.context.effect(node, Effect.CREATION)
+        if found is None:
+            return
+        region = self.context.region
+        if region is not None and id(node) in reallocations(region, self.facts):
+            return  # the next trace input, allocated where the freed one was
+        self.report(node, f"{found.what} creates a tensor inside a capture; {found.advice}")
 
 
 def region_accesses(region: Region) -> tuple[set[str], set[str], set[str], set[str]]:
@@ -432,16 +429,7 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
 
 def allocates(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
     """A device allocation: an allocator, or a creator given a device."""
-    api = tables().ttnn
-    name = facts.qualified_name(call.func, region.module, region.function)
-    if name is None:
-        return False
-    if name in api.device_allocators:
-        return True
-    if name in api.creators or name in api.host_to_device_if_device_kwarg:
-        device = keyword(call, "device")
-        return device is not None and not is_none(device)
-    return False
+    return any(e.effect is Effect.ALLOCATION for e in facts.call_effects(call, region.module, region.function, region))
 
 
 class UnallocatedOutput(Rule):

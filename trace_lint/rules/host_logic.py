@@ -268,7 +268,7 @@ class BranchOnDeviceValue(_HostLogicRule):
         if found is not None:
             code = self.context.module.code(found) if found in self.context.module.positions else "a device value"
             code = code if len(code) <= 40 else code[:37] + "..."
-            self.report(node, f"control flow on the device value `{code}` reads it to the host at capture and freezes the branch")
+            self.report(node, f"control flow on the device value `{code}` reads it to the host at capture and freezes the branch", covers=test)
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test)

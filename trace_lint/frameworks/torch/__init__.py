@@ -50,3 +50,11 @@ class TorchCudaGraphs(Framework):
         for module in modules:
             for call, target in graphed.find(module):
                 yield module, call, target, f"`{target.qualname}` is captured into a CUDA graph here"
+
+    def call_effects(self, call, name, unit):
+        # torch's contract applies in CUDA graphs and in declared captures.
+        if not self.in_own_capture(unit):
+            return ()
+        from .calls import call_effects
+
+        return call_effects(self.table, call, name, unit)

@@ -24,3 +24,14 @@ class Ttnn(Framework):
 
     def capture_ends(self):
         return self.table.capture_end
+
+    def call_effects(self, call, name, unit):
+        # ttnn's names and its tensors' read methods are judged in every capture.
+        from .calls import call_effects
+
+        return call_effects(self.table, call, name, unit)
+
+    def names_with(self, effect):
+        from ..effects import Effect
+
+        return self.table.open_device if effect is Effect.OPEN_DEVICE else frozenset()

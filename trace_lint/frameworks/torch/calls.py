@@ -1,15 +1,36 @@
-"""Questions the rules ask about torch calls in captured code; names come from the [torch] table."""
+"""What torch's calls do in a CUDA graph capture (the [torch] table section), as effects
+rules subscribe to."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import libcst as cst
 
-from ..semantic.nodes import call_arguments, iter_body_nodes
+from ...semantic.nodes import call_arguments, iter_body_nodes
+from ..effects import CallEffect, Effect, Unit
+from . import CUDA_GRAPH_KINDS
 
-if TYPE_CHECKING:
-    from ..capture.facts import RuleContext
+
+def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[CallEffect, ...]:
+    found: list[CallEffect] = []
+    what = host_to_device(api, unit, call, name)
+    if what is not None:
+        found.append(CallEffect(Effect.TRANSFER, what, "make the static input before capturing and `copy_` new data into it before `replay()`"))
+    if unit.capture_kinds & CUDA_GRAPH_KINDS:
+        what = device_to_host(api, unit, call)
+        if what is not None:
+            found.append(CallEffect(Effect.READ, what))
+    what = sync_call(api, unit, call, name)
+    if what is not None:
+        found.append(CallEffect(Effect.SYNC, what, "a CUDA graph cannot record it and the capture fails"))
+    created = host_creation(unit, call, name)
+    if created is not None:
+        found.append(CallEffect(
+            Effect.CREATION, f"`{created}`",
+            "it is made on the host: the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing",
+        ))
+    return tuple(found)
 
 
 def to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -18,12 +39,10 @@ def to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
     return keywords.get("device", positional[0] if positional else None)
 
 
-def host_to_device(context: RuleContext, call: cst.Call) -> Optional[str]:
+def host_to_device(api, unit: Unit, call: cst.Call, name: Optional[str]) -> Optional[str]:
     """What a torch host-to-device write is called, or None: `torch.tensor(data, device="cuda")`,
     `.cuda()` / `.to("cuda")` of a tensor known to be on the host."""
-    api = context.tables.torch
-    facts = context.torch
-    name = context.qualified_name(call.func)
+    facts = unit.torch
     if name is not None:
         if name in api.data_to_device and facts.creation_device(call) == "cuda":
             positional, _ = call_arguments(call)
@@ -31,7 +50,7 @@ def host_to_device(context: RuleContext, call: cst.Call) -> Optional[str]:
                 return f"`{name}(..., device=<cuda>)`"
         return None
     func = call.func
-    if not isinstance(func, cst.Attribute) or not facts.is_host(func.value):
+    if not isinstance(func, cst.Attribute) or func.attr.value not in api.to_cuda_methods | api.to_methods or not facts.is_host(func.value):
         return None
     method = func.attr.value
     if method in api.to_cuda_methods:
@@ -41,37 +60,35 @@ def host_to_device(context: RuleContext, call: cst.Call) -> Optional[str]:
     return None
 
 
-def device_to_host(context: RuleContext, call: cst.Call) -> Optional[str]:
+def device_to_host(api, unit: Unit, call: cst.Call) -> Optional[str]:
     """`.to("cpu")` of a tensor not known to be on the host already."""
-    api = context.tables.torch
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in api.to_methods:
         return None
-    if context.qualified_name(func.value) is not None or context.torch.is_host(func.value):
+    if unit.qualified_name(func.value) is not None or unit.torch.is_host(func.value):
         return None
-    if context.torch.device_kind(to_target(call)) == "cpu":
+    if unit.torch.device_kind(to_target(call)) == "cpu":
         return f"`.{func.attr.value}(\"cpu\")`"
     return None
 
 
-def host_creation(context: RuleContext, call: cst.Call) -> Optional[str]:
+def host_creation(unit: Unit, call: cst.Call, name: Optional[str]) -> Optional[str]:
     """The name of a torch creation call that makes a host tensor."""
-    name = context.qualified_name(call.func)
     if name is None or not name.startswith("torch."):
         return None
-    return name if context.torch.creation_device(call) == "cpu" else None
+    return name if unit.torch.creation_device(call) == "cpu" else None
 
 
-def _constructs_stream_or_event(context: RuleContext, expr: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(expr, cst.Call) and context.qualified_name(expr.func) in context.tables.torch.streams_and_events
+def _constructs_stream_or_event(api, unit: Unit, expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Call) and unit.qualified_name(expr.func) in api.streams_and_events
 
 
-def is_stream_or_event(context: RuleContext, receiver: cst.BaseExpression) -> bool:
+def is_stream_or_event(api, unit: Unit, receiver: cst.BaseExpression) -> bool:
     """`torch.cuda.current_stream()`, a local bound only to streams or events, or `self.attr`
     constructed as one."""
-    if _constructs_stream_or_event(context, receiver):
+    if _constructs_stream_or_event(api, unit, receiver):
         return True
-    function = context.function
+    function = unit.function
     if function is None:
         return False
     if isinstance(receiver, cst.Name) and receiver.value not in function.params:
@@ -83,7 +100,7 @@ def is_stream_or_event(context: RuleContext, receiver: cst.BaseExpression) -> bo
                 target = getattr(node, "target", None) or getattr(node, "name", None)
                 if isinstance(target, cst.Name) and target.value == receiver.value:
                     values.append(None)
-        return bool(values) and all(_constructs_stream_or_event(context, v) for v in values)
+        return bool(values) and all(_constructs_stream_or_event(api, unit, v) for v in values)
     if (
         isinstance(receiver, cst.Attribute)
         and isinstance(receiver.value, cst.Name)
@@ -92,17 +109,15 @@ def is_stream_or_event(context: RuleContext, receiver: cst.BaseExpression) -> bo
         and receiver.value.value == function.params[0]
     ):
         constructor = function.cls.attribute_types.get(receiver.attr.value)
-        return constructor is not None and context.facts.qualified_name(constructor, function.cls.module, None) in context.tables.torch.streams_and_events
+        return constructor is not None and unit.facts.qualified_name(constructor, function.cls.module, None) in api.streams_and_events
     return False
 
 
-def sync_call(context: RuleContext, call: cst.Call) -> Optional[str]:
+def sync_call(api, unit: Unit, call: cst.Call, name: Optional[str]) -> Optional[str]:
     """`torch.cuda.synchronize()`, or `.synchronize()` / `.query()` of a stream or event."""
-    api = context.tables.torch
-    name = context.qualified_name(call.func)
     if name is not None:
         return f"`{name}`" if name in api.syncs else None
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in api.sync_methods and is_stream_or_event(context, func.value):
+    if isinstance(func, cst.Attribute) and func.attr.value in api.sync_methods and is_stream_or_event(api, unit, func.value):
         return f"`.{func.attr.value}()` of a CUDA stream or event"
     return None
