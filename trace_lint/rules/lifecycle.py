@@ -22,6 +22,7 @@ from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
 from ..core.api_tables import tables
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -1049,23 +1050,25 @@ class MissingTraceRegion(Rule):
     ]
 
     def check_project(self) -> None:
-        if not any(r.kind == "ttnn" for r in self.facts.regions):
+        # A device is captured on through a region that names it (a begin given the device).
+        if not any(r.device is not None for r in self.facts.regions):
             return
-        # ttnn's own question: its devices are opened with the trace region's size.
-        open_calls = tables().ttnn.open_device
+        open_calls = self.facts.names_with(Effect.OPEN_DEVICE)
         reach = DeviceReach(self.facts)
-        for module in self.facts.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
+        # The text only says which modules to parse; the call's effect decides.
+        words = sorted({name.rsplit(".", 1)[-1].encode() for name in open_calls})
+        for module in self.facts.modules_mentioning(*words) if words else ():
             for call, function in module.iter_calls(module.tokens_for(open_calls)):
-                name = self.facts.qualified_name(call.func, module, function)
-                if name not in open_calls:
+                opened = next((e for e in self.facts.call_effects(call, module, function) if e.effect is Effect.OPEN_DEVICE), None)
+                if opened is None or not opened.argument:
                     continue
-                size = keyword(call, "trace_region_size")
+                size = keyword(call, opened.argument)
                 if size is None:
                     if has_star_kwargs(call):
                         continue
-                    message = f"`{name}` without `trace_region_size` leaves no memory for traces"
+                    message = f"{opened.what} without `{opened.argument}` leaves no memory for traces"
                 elif isinstance(size, cst.Integer) and int(size.value.replace("_", ""), 0) == 0 or is_none(size):
-                    message = f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces"
+                    message = f"{opened.what} with `{opened.argument}={module.code(size)}` leaves no memory for traces"
                 else:
                     continue
                 if function is not None and reach.value_reaches_capture(call, function):
@@ -1085,7 +1088,7 @@ class DeviceReach:
         self.facts = facts
         self.devices_of: dict[int, set[str]] = {}
         for region in facts.regions:
-            if region.kind == "ttnn" and region.device is not None:
+            if region.device is not None:
                 self.devices_of.setdefault(id(region.function), set()).add(region.device)
         self._param_memo: dict[tuple[int, str], bool] = {}
         self._attribute_memo: dict[tuple[int, str], bool] = {}
@@ -1461,16 +1464,12 @@ class AllocationAcrossReplay(Rule):
         """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function that free the
         value the `allocated` statement bound (the binding reaches the free: values, not
         names)."""
-        api = tables().ttnn
         out = []
         for node in region.function.nodes:
             if not isinstance(node, cst.Call):
                 continue
-            if self.facts.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
-                target = node.args[0].value
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods:
-                target = node.func.value
-            else:
+            target = self.facts.freed_expression(node, region.function)
+            if target is None:
                 continue
             if isinstance(target, cst.Name) and target.value == name:
                 reaching = region.function.bindings.reaching(name, node)

@@ -52,9 +52,8 @@ class TorchCudaGraphs(Framework):
                 yield module, call, target, f"`{target.qualname}` is captured into a CUDA graph here"
 
     def call_effects(self, call, name, unit):
-        # torch's contract applies in CUDA graphs and in declared captures.
-        if not self.in_own_capture(unit):
-            return ()
         from .calls import call_effects
 
-        return call_effects(self.table, call, name, unit)
+        # CUDA graphs' contract applies in CUDA graphs and in declared captures; a draw on
+        # the CPU generator is one in any capture.
+        return call_effects(self.table, call, name, unit, graph_contract=self.in_own_capture(unit))

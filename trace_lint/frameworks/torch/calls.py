@@ -12,8 +12,12 @@ from ..effects import CallEffect, Effect, Unit
 from . import CUDA_GRAPH_KINDS
 
 
-def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[CallEffect, ...]:
+def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit, graph_contract: bool) -> tuple[CallEffect, ...]:
     found: list[CallEffect] = []
+    if name is not None and name in api.host_random and draws_on_the_host(api, unit, call, name):
+        found.append(CallEffect(Effect.HOST_RANDOM, f"the CPU random draw `{name}`"))
+    if not graph_contract:
+        return tuple(found)
     what = host_to_device(api, unit, call, name)
     if what is not None:
         found.append(CallEffect(Effect.TRANSFER, what, "make the static input before capturing and `copy_` new data into it before `replay()`"))
@@ -121,3 +125,21 @@ def sync_call(api, unit: Unit, call: cst.Call, name: Optional[str]) -> Optional[
     if isinstance(func, cst.Attribute) and func.attr.value in api.sync_methods and is_stream_or_event(api, unit, func.value):
         return f"`.{func.attr.value}()` of a CUDA stream or event"
     return None
+
+
+def draws_on_the_host(api, unit: Unit, call: cst.Call, name: str) -> bool:
+    if name not in api.random_from_input:
+        return _host_generator(call)
+    # Drawn on its input's device: a host draw only where that input is known host.
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return bool(positional) and unit.torch.is_host(positional[0])
+
+
+def _host_generator(call: cst.Call) -> bool:
+    """A creation-style draw (`torch.rand(n)`): on the host unless a device or generator says
+    otherwise."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("device", "generator"):
+            value = arg.value
+            return isinstance(value, cst.SimpleString) and "cpu" in value.value
+    return True
