@@ -22,6 +22,8 @@ class Effect(enum.Enum):
     CREATION = "creation"  # a new tensor made (TRC301)
     ALLOCATION = "allocation"  # a new device buffer (TRC408, the re-allocation idiom of TRC302)
     FREE = "free"  # a buffer freed (TRC302)
+    # An op allocating its result, not handed a buffer for it in the effect's `argument` (TRC303).
+    OUTPUT_ALLOCATION = "output allocation"
     DATA_DEPENDENT_SHAPE = "data-dependent shape"  # (TRC501)
     BEGIN = "begin"  # a capture begins
     END = "end"  # a capture ends

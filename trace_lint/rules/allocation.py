@@ -14,8 +14,6 @@ from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
 from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, loops, made_in_region_and_read_after, reaching, within
 from ..semantic.summaries import container_of
-from ..core.api_tables import tables
-from ._common import keyword
 from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
@@ -482,17 +480,16 @@ class UnallocatedOutput(Rule):
     def check_region(self, region: Region) -> None:
         module = region.module
         _, _, _, read_after = region_accesses(region)
-        ops = tables().ttnn.output_tensor_ops
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call) or not region.contains(node):
                 continue
             call = node.value
-            name = self.facts.qualified_name(call.func, module, region.function)
-            if name not in ops or keyword(call, "output_tensor") is not None:
+            found = next((e for e in self.facts.call_effects(call, module, region.function, region) if e.effect is Effect.OUTPUT_ALLOCATION), None)
+            if found is None:
                 continue
             keys = [chain_key(t.target) for t in node.targets]
             if any(k is not None and (k in read_after or "." in k) for k in keys):
-                self.report(call, f"`{name}` allocates the trace output inside the capture; pass a preallocated `output_tensor=`", module=module)
+                self.report(call, f"{found.what} allocates the trace output inside the capture; {found.advice}", module=module)
 
 
 RULES = [TensorCreation, FreedTraceBuffer, UnallocatedOutput]

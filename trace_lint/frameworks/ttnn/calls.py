@@ -30,6 +30,8 @@ def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[
             found.append(CallEffect(Effect.CREATION, f"`{name}`", "preallocate it before `begin_trace_capture`"))
         if name in api.device_allocators or ((name in api.creators or name in api.host_to_device_if_device_kwarg) and _given_device(call)):
             found.append(CallEffect(Effect.ALLOCATION, f"`{name}`"))
+        if name in api.output_tensor_ops and "output_tensor" not in call_arguments(call)[1]:
+            found.append(CallEffect(Effect.OUTPUT_ALLOCATION, f"`{name}`", "pass a preallocated `output_tensor=`", argument="output_tensor"))
         if name in api.open_device:
             found.append(CallEffect(Effect.OPEN_DEVICE, f"`{name}`", "pass `trace_region_size=` large enough for your traces", argument="trace_region_size"))
         for names, effect in ((api.capture_begin, Effect.BEGIN), (api.capture_end, Effect.END), (api.execute, Effect.EXECUTE), (api.release, Effect.RELEASE)):
