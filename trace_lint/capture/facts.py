@@ -142,6 +142,15 @@ class ProgramFacts:
         for such calls (`call_effects` decides what each one does)."""
         return frameworks.names_with(effect)
 
+    def closes_itself(self, region: "Region") -> bool:
+        """The region always ends, whatever is raised in it (a `with` block)."""
+        return any(region.kind in f.self_closing_kinds for f in frameworks.FRAMEWORKS)
+
+    def warm_up_advice(self, kind: Optional[str]) -> str:
+        """What the framework of a capture kind advises for work first run inside it."""
+        owner = next((f for f in frameworks.FRAMEWORKS if kind in f.kinds), frameworks.Framework)
+        return owner.warm_up_advice
+
     def is_tensor_method(self, method: str) -> bool:
         """A method of a framework's tensors (`copy_`): work on the tensor, not user code."""
         return method in self._tensor_methods

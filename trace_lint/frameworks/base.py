@@ -22,6 +22,10 @@ class Framework:
     kinds: frozenset[str] = frozenset()
     # The kind of a root that `captured_callables` finds.
     callable_kind: str = "declared"
+    # Kinds of region that always end (a `with` block): no exception leaves them open.
+    self_closing_kinds: frozenset[str] = frozenset()
+    # What to do about work that first runs inside one of its captures (TRC404).
+    warm_up_advice: str = "run it once before the capture begins"
 
     @property
     def table(self):

@@ -162,7 +162,7 @@ class CaptureLeftOpen(Rule):
     ]
 
     def check_region(self, region: Region) -> None:
-        if region.end is None or region.kind == "cuda-graph":
+        if region.end is None or self.facts.closes_itself(region):
             return  # ended in another function, or a `with` block, which always closes
         module = region.module
         for node in region.function.nodes:
@@ -891,13 +891,7 @@ class MissingWarmUp(Rule):
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self._advice(region.kind)}", module=region.module)
-
-    @staticmethod
-    def _advice(kind: str) -> str:
-        if kind == "ttnn":
-            return "call it once before `begin_trace_capture` to compile its programs"
-        return "run it a few times (on a side stream) before capturing the CUDA graph"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self.facts.warm_up_advice(region.kind)}", module=region.module)
 
     def _helper_warms_itself(self, helper, seen: Optional[set] = None) -> bool:
         """The helper calls its callable outside its own regions before capturing, or hands
@@ -986,8 +980,8 @@ class MissingWarmUp(Rule):
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
                 shown = module.code(site.argument)
-            kind = kinds.get(id(site.helper.function), "ttnn")
-            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {self._advice(kind)}", module=module)
+            advice = self.facts.warm_up_advice(kinds.get(id(site.helper.function)))
+            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {advice}", module=module)
 
 
 class MissingTraceRegion(Rule):

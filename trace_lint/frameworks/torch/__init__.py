@@ -13,6 +13,8 @@ class TorchCudaGraphs(Framework):
     section = "torch"
     kinds = CUDA_GRAPH_KINDS
     callable_kind = "cuda-graph-callable"
+    self_closing_kinds = frozenset({"cuda-graph"})  # `with torch.cuda.graph(g):`
+    warm_up_advice = "run it a few times (on a side stream) before capturing the CUDA graph"
 
     def prefilter_targets(self) -> list[str]:
         # `CUDAGraph()` itself starts nothing: `capture_begin` (a word) does.

@@ -8,6 +8,7 @@ from ..base import Framework
 class Ttnn(Framework):
     section = "ttnn"
     kinds = frozenset({"ttnn"})
+    warm_up_advice = "call it once before `begin_trace_capture` to compile its programs"
 
     def prefilter_targets(self) -> list[str]:
         # Device opens stay candidates so that a broken file that opens a device is still
