@@ -155,3 +155,23 @@ def test_a_third_framework_declares_its_own_transfers_reads_syncs_and_creations(
     assert found() == {(5, "TRC102"), (10, "TRC101"), (11, "TRC301"), (13, "TRC103")}
     messages = {f.code: f.message for f in findings_for(RECORDED, tmp_path, select=FAMILY_CODES)}
     assert messages["TRC102"].startswith("`recorder.download` reads a device tensor back") and "download after `recorder.replay`" in messages["TRC102"]
+
+
+def test_no_rule_names_a_framework():
+    """Rules subscribe to effects: none reads a framework's table section (`tables().ttnn`,
+    `context.torch`) or tests a framework's capture kind (`region.kind == "ttnn"`)."""
+    import ast
+    from pathlib import Path
+
+    import trace_lint.rules
+
+    sections = {framework.section for framework in FRAMEWORKS}
+    kinds = {kind for framework in FRAMEWORKS for kind in (*framework.kinds, framework.callable_kind)} - {"declared"}
+    named = []
+    for path in sorted(Path(trace_lint.rules.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in sections:
+                named.append(f"{path.name}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.Constant) and node.value in sections | kinds:
+                named.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert named == []

@@ -313,6 +313,10 @@ class RuleContext:
             held = self._effects[id(call)] = (call, frameworks.call_effects(call, self.qualified_name(call.func), self))
         return held[1]
 
+    def subscript_effects(self, node: cst.Subscript) -> tuple[CallEffect, ...]:
+        """What indexing does (a boolean mask's data-dependent shape), as the plug-ins say."""
+        return frameworks.subscript_effects(node, self)
+
     def effect(self, call: cst.Call, effect: Effect) -> Optional[CallEffect]:
         """The call's effect of one kind, or None."""
         return next((e for e in self.call_effects(call) if e.effect is effect), None)

@@ -33,6 +33,14 @@ def call_effects(call: "cst.Call", name: Optional[str], unit: "Unit") -> tuple[C
     return tuple(found)
 
 
+def subscript_effects(node: "cst.Subscript", unit: "Unit") -> tuple[CallEffect, ...]:
+    """What indexing does, as every framework in `FRAMEWORKS` classifies it."""
+    found: list[CallEffect] = []
+    for framework in FRAMEWORKS:
+        found.extend(framework.subscript_effects(node, unit))
+    return tuple(found)
+
+
 def names_with(effect: Effect) -> frozenset[str]:
     """The dotted names whose calls have this effect, over every framework."""
     found: frozenset[str] = frozenset()
@@ -76,4 +84,4 @@ def prefilter_for(settings) -> Prefilter:
     return Prefilter(targets, words)
 
 
-__all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "names_of", "names_with", "prefilter_for"]
+__all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "names_of", "names_with", "prefilter_for", "subscript_effects"]

@@ -65,6 +65,10 @@ class Framework:
         which values are tensors)."""
         return ()
 
+    def subscript_effects(self, node: "cst.Subscript", unit: "Unit") -> tuple["CallEffect", ...]:
+        """What indexing does to this framework (a boolean mask's data-dependent shape)."""
+        return ()
+
     def names_with(self, effect: "Effect") -> frozenset[str]:
         """The dotted names whose calls have this effect: where a rule looks for them."""
         return frozenset()

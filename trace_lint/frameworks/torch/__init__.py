@@ -59,3 +59,8 @@ class TorchCudaGraphs(Framework):
         # CUDA graphs' contract applies in CUDA graphs and in declared captures; a draw on
         # the CPU generator is one in any capture.
         return call_effects(self.table, call, name, unit, graph_contract=self.in_own_capture(unit))
+
+    def subscript_effects(self, node, unit):
+        from .calls import subscript_effects
+
+        return subscript_effects(self.table, unit, node)

@@ -11,6 +11,9 @@ from ...semantic.nodes import call_arguments, iter_body_nodes
 from ..effects import CallEffect, Effect, Unit
 from . import CUDA_GRAPH_KINDS
 
+_BITWISE = (cst.BitAnd, cst.BitOr, cst.BitXor)
+_SYNCS_IN_A_GRAPH = "it synchronizes, which a CUDA-graph capture does not allow"
+
 
 def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit, graph_contract: bool) -> tuple[CallEffect, ...]:
     found: list[CallEffect] = []
@@ -28,6 +31,10 @@ def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit, graph_con
     what = sync_call(api, unit, call, name)
     if what is not None:
         found.append(CallEffect(Effect.SYNC, what, "a CUDA graph cannot record it and the capture fails"))
+    if unit.capture_kinds & CUDA_GRAPH_KINDS:
+        what = data_dependent_shape(api, unit, call, name)
+        if what is not None:
+            found.append(CallEffect(Effect.DATA_DEPENDENT_SHAPE, what, _SYNCS_IN_A_GRAPH))
     created = host_creation(unit, call, name)
     if created is not None:
         found.append(CallEffect(
@@ -143,3 +150,86 @@ def _host_generator(call: cst.Call) -> bool:
             value = arg.value
             return isinstance(value, cst.SimpleString) and "cpu" in value.value
     return True
+
+
+def data_dependent_shape(api, unit: Unit, call: cst.Call, name: Optional[str]) -> Optional[str]:
+    """`torch.nonzero(x)`, `x.unique()`, `torch.where(cond)` with the condition alone."""
+    if name is not None:
+        if name in api.data_dependent_shape:
+            return f"`{name}`"
+        if name in api.data_dependent_if_single_argument and len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+            return f"`{name}(condition)`, which is `nonzero`,"
+        return None
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in api.data_dependent_shape_methods and unit.qualified_name(func.value) is None:
+        return f"`.{func.attr.value}()`"
+    return None
+
+
+def subscript_effects(api, unit: Unit, node: cst.Subscript) -> tuple[CallEffect, ...]:
+    """Indexing with a boolean mask (`x[x > 0]`, `x[mask]`) in a CUDA graph."""
+    if not unit.capture_kinds & CUDA_GRAPH_KINDS:
+        return ()
+    for element in node.slice:
+        if isinstance(element.slice, cst.Index) and is_mask(api, unit, element.slice.value, node.value, 0):
+            return (CallEffect(Effect.DATA_DEPENDENT_SHAPE, "indexing with a boolean mask", _SYNCS_IN_A_GRAPH),)
+    return ()
+
+
+def is_mask(api, unit: Unit, expr: cst.BaseExpression, indexed: cst.BaseExpression, depth: int) -> bool:
+    """A boolean tensor: a comparison of a tensor, a boolean op's result, or a name bound only to those."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Comparison):
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return False
+        operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+        root = _root_name(indexed)
+        return any(unit.torch.is_device(o) or unit.torch.is_host(o) or (root is not None and _root_name(o) == root) for o in operands)
+    if isinstance(expr, cst.Call):
+        name = unit.qualified_name(expr.func)
+        if name is not None:
+            return name in api.boolean_functions
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in api.boolean_methods
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return is_mask(api, unit, expr.expression, indexed, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _BITWISE):
+        return is_mask(api, unit, expr.left, indexed, depth + 1) or is_mask(api, unit, expr.right, indexed, depth + 1)
+    if isinstance(expr, cst.Name):
+        values = _local_values(unit.function, expr.value)
+        return bool(values) and all(v is not None and is_mask(api, unit, v, indexed, depth + 1) for v in values)
+    return False
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`x` for `x`, `x.abs()`, `x[0]`, `x.data`: the tensor an expression is computed from."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+
+
+def _local_values(function, name: str) -> list[Optional[cst.BaseExpression]]:
+    """What a local name is bound to by `=` (None for parameters and other bindings)."""
+    if function is None or name in function.params:
+        return []
+    values: list[Optional[cst.BaseExpression]] = []
+    for node in iter_body_nodes(function):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    values.append(node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+            target = node.target
+            if isinstance(target, cst.Name) and target.value == name:
+                values.append(getattr(node, "value", None) if isinstance(node, (cst.AnnAssign, cst.NamedExpr)) else None)
+    return values
+
+
