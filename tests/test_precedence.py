@@ -53,3 +53,15 @@ def test_the_precedence_decides_not_the_losing_rule(tmp_path, monkeypatch):
     assert rows(findings_for(BRANCH, tmp_path, select=("TRC102", "TRC202"))) == {
         (7, "TRC202"), (7, "TRC102"), (8, "TRC102"), (9, "TRC202"), (9, "TRC102"),
     }
+
+
+def test_the_command_line_decides_the_same_with_or_without_cache_and_workers(tmp_path):
+    from tests.cli_helpers import finding_set
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "example.py").write_text(BRANCH, encoding="utf-8")
+    both = {("example.py", 7, "TRC202"), ("example.py", 8, "TRC102"), ("example.py", 9, "TRC202")}
+    for extra in (("--no-cache",), (), (), ("--no-cache", "-j2")):  # cold cache, then warm
+        assert finding_set(project, "--select", "TRC102,TRC202", *extra, cwd=project) == both
+        assert finding_set(project, "--select", "TRC102,TRC202", "--ignore", "TRC202", *extra, cwd=project) == {("example.py", 8, "TRC102")}
