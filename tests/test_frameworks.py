@@ -175,3 +175,36 @@ def test_no_rule_names_a_framework():
             elif isinstance(node, ast.Constant) and node.value in sections | kinds:
                 named.append(f"{path.name}:{node.lineno}: {node.value!r}")
     assert named == []
+
+
+CLASS_HELPER = """\
+import ttnn
+
+
+class Tracer:
+    def __init__(self, fn):
+        self._fn = fn
+
+    def capture(self, device):
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        self._fn()
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+        return tid
+
+
+def model():
+    return ttnn.relu(None)
+
+
+def run(device):
+    tracer = Tracer(model)
+    return tracer.capture(device)
+"""
+
+
+def test_the_advice_is_the_framework_of_the_capture(tmp_path):
+    # A class helper's capture is its method's: ttnn's words, not another framework's.
+    found = findings_for(CLASS_HELPER, tmp_path, select=("TRC404",))
+    assert [(f.location.row, f.code) for f in found] == [(20, "TRC404")]
+    ttnn = next(f for f in FRAMEWORKS if "ttnn" in f.kinds)
+    assert found[0].message.endswith(ttnn.warm_up_advice)

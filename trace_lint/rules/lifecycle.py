@@ -980,7 +980,7 @@ class MissingWarmUp(Rule):
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
                 shown = module.code(site.argument)
-            advice = self.facts.warm_up_advice(kinds.get(id(site.helper.function)))
+            advice = self.facts.warm_up_advice(_helper_kind(site.helper, kinds))
             self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {advice}", module=module)
 
 
@@ -1067,6 +1067,20 @@ class MissingTraceRegion(Rule):
                     continue
                 if function is not None and reach.value_reaches_capture(call, function):
                     self.report(call, f"{message}; the device it opens is captured on", module=module)
+
+
+def _helper_kind(helper, kinds: dict[int, str], depth: int = 0) -> Optional[str]:
+    """The kind of capture a helper makes: its own region's, its capturing methods' (a class
+    helper), or that of the helper it hands its callable on to."""
+    for function in (helper.function, *helper.capturing_methods):
+        if function is not None and id(function) in kinds:
+            return kinds[id(function)]
+    if depth < 8:
+        for inner in helper.forwards_to:
+            found = _helper_kind(inner, kinds, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 class DeviceReach:

@@ -336,7 +336,7 @@ class SyncInCapture(_TransferRule):
     def visit_Call(self, node: cst.Call) -> None:
         found = self.context.effect(node, Effect.SYNC)
         if found is not None:
-            self.report(node, f"{found.what} waits on the device inside a capture; {found.advice}")
+            self.report(node, f"{found.what} synchronizes with the device inside a capture; {found.advice}")
 
 
 RULES = [HostToDeviceWrite, DeviceToHostRead, SyncInCapture]
