@@ -204,6 +204,7 @@ def first_use_flags(
     function: Optional[FunctionInfo] = None,
     qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
     region: Optional[Region] = None,
+    answers_capture_state: Optional[Callable[[cst.BaseExpression, frozenset[str]], bool]] = None,
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
@@ -235,7 +236,7 @@ def first_use_flags(
     queries = frameworks.capture_queries()
     for node in nodes:
         if type(node) is cst.If and qualify is not None and (region is None or region.contains(node)):
-            sense = _capture_test(node.test, qualify, queries)
+            sense = _capture_test(node.test, qualify, queries, answers_capture_state)
             if sense is False:
                 uncaptured.add(id(node.body))
             elif sense is True:
@@ -262,12 +263,15 @@ def first_use_flags(
     return flags
 
 
-def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str]) -> Optional[bool]:
-    """True for `capturing()`, False for `not capturing()`, None for any other test."""
+def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str], answers=None) -> Optional[bool]:
+    """True for `capturing()`, False for `not capturing()`, None for any other test; with
+    `answers`, also a local or a project helper's call that holds a query's answer."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _capture_test(test.expression, qualify, queries)
+        inner = _capture_test(test.expression, qualify, queries, answers)
         return None if inner is None else not inner
     if isinstance(test, cst.Call) and qualify(test.func) in queries:
+        return True
+    if answers is not None and isinstance(test, (cst.Call, cst.Name)) and answers(test, queries):
         return True
     return None
 
@@ -276,7 +280,10 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], 
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name, region)
+    answers = None
+    if function is not None:
+        answers = lambda expr, queries: context.facts.answers_capture_state(expr, function, queries)  # noqa: E731
+    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name, region, answers)
     for node in nodes:
         if region is not None and not region.contains(node):
             continue

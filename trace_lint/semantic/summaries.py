@@ -8,7 +8,10 @@ the resolver can pin, and never from names or text:
   with the steps down to the free;
 - `stores(function)`: the attributes of its parameters it assigns (`self.out = ...`);
 - `runs(function)`: the calls it makes, as paths from its parameters (`self.model[].decode`)
-  and as the project functions reached (`fn:module.qualname`), any number of frames down.
+  and as the project functions reached (`fn:module.qualname`), any number of frames down;
+- `returns_capture_state(function, queries)`: every value it returns is a capture query's
+  answer (`torch.cuda.is_current_stream_capturing()`), so a test on its result is a
+  capture-state guard (RULES.md "Capture-state guards").
 
 A path is a parameter name followed by attributes and `[]` for an element
 (`runner.out`, `outs[]`). At a call site, a callee's paths are moved into the caller's frame
@@ -122,6 +125,7 @@ class Summaries:
         self._frees: dict[int, tuple[Freed, ...]] = {}
         self._stores: dict[int, frozenset[str]] = {}
         self._runs: dict[tuple[int, int], frozenset[str]] = {}
+        self._capture_state: dict[int, bool] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -329,6 +333,71 @@ class Summaries:
             moved = self.to_caller(path, call, caller, callee)
             out.add(moved if moved is not None else "\0")
         return frozenset(out)
+
+
+    # -- capture state -----------------------------------------------------------------------
+    def answers_capture_state(self, expr: cst.BaseExpression, function: FunctionInfo, queries: frozenset[str], depth: int = 0) -> bool:
+        """Is the expression's value whether a capture is being recorded: a query's call (the
+        query named, or a local bound to it, also through `getattr(torch.cuda, "name", None)`),
+        `bool(...)` of one, a local every reaching binding of which holds one, or a call of
+        project functions that each return one?"""
+        if depth > _DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            name = self.project.qualified_name(expr.func, function.module, function)
+            if name in queries:
+                return True
+            if name == "bool" and len(expr.args) == 1 and not expr.args[0].star:
+                return self.answers_capture_state(expr.args[0].value, function, queries, depth + 1)
+            if isinstance(expr.func, cst.Name) and function.bindings.binds(expr.func.value):
+                reaching = function.bindings.reaching(expr.func.value, expr.func)
+                return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function, queries) for b in reaching)
+            targets = self.resolver.resolve_all(expr, function)
+            return bool(targets) and all(self.returns_capture_state(t.function, queries, depth + 1) for t in targets)
+        if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
+            reaching = function.bindings.reaching(expr.value, expr)
+            return bool(reaching) and all(
+                b.kind in ("assign", "annassign", "walrus") and b.value is not None and self.answers_capture_state(b.value, function, queries, depth + 1)
+                for b in reaching
+            )
+        return False
+
+    def _names_query(self, expr: cst.BaseExpression, function: FunctionInfo, queries: frozenset[str]) -> bool:
+        """`torch.cuda.is_current_stream_capturing`, or `getattr(torch.cuda, "is_current_stream_capturing"[, default])`."""
+        qualify = lambda e: self.project.qualified_name(e, function.module, function)  # noqa: E731
+        if qualify(expr) in queries:
+            return True
+        if isinstance(expr, cst.Call) and qualify(expr.func) == "getattr" and len(expr.args) in (2, 3):
+            owner, attribute = expr.args[0].value, expr.args[1].value
+            if isinstance(attribute, cst.SimpleString) and not any(a.star for a in expr.args):
+                base = qualify(owner)
+                return base is not None and f"{base}.{attribute.evaluated_value}" in queries
+        return False
+
+    def returns_capture_state(self, function: FunctionInfo, queries: frozenset[str], depth: int = 0) -> bool:
+        """Every value the function returns answers whether a capture is recording, on at
+        least one path; `None`, `True` or `False` returned where it does not ask (the query
+        missing or failing) are its own answers."""
+        key = id(function)
+        found = self._capture_state.get(key)
+        if found is not None:
+            return found
+        self._capture_state[key] = False  # a cycle answers nothing
+        asks = False
+        answers = True
+        if function.node.asynchronous is not None or any(type(n) in (cst.Yield,) for n in function.nodes):
+            answers = False
+        for node in function.nodes if answers else ():
+            if type(node) is not cst.Return or node.value is None:
+                continue
+            if isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
+                continue
+            if not self.answers_capture_state(node.value, function, queries, depth + 1):
+                answers = False
+                break
+            asks = True
+        found = self._capture_state[key] = answers and asks
+        return found
 
 
 def function_key(function: FunctionInfo) -> str:
