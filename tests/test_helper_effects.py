@@ -107,3 +107,16 @@ def test_trace_region_only_for_the_fixture_whose_tests_capture():
     # tests (eager/) never capture: traced/ has its own, and `trace_runner.capture(device,
     # ...)` is no test requesting a fixture.
     assert finding_set(PROJECTS / "device_folders") == {("traced/conftest.py", 7, "TRC405")}
+
+
+def test_a_handle_made_outside_the_project_has_unknown_effects():
+    # `Tap.__call__` reaches device work only through `self._handle.enqueue`, a handle the
+    # compiled extension made (`native.make_tap(...)` or None): unknown effects, so the tap
+    # is not judged as needing a warm-up (captures.py:9). A model handed in (17), a torch
+    # module the class makes (25), or a handle that may be the caller's callable (33) is
+    # work: reported.
+    assert finding_set(PROJECTS / "opaque_handles") == {
+        ("captures.py", 17, "TRC404"),
+        ("captures.py", 25, "TRC404"),
+        ("captures.py", 33, "TRC404"),
+    }

@@ -16,13 +16,14 @@ into preallocated buffers, free, alias or read host metadata (RULES.md "Summarie
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
 from ..core.api_tables import tables
 from .calls import CallResolver, Target
 from .project import FunctionInfo
-from .summaries import Summaries
+from .summaries import Summaries, target_elements
 
 _FRAMEWORKS = ("ttnn.", "torch.")
 # How many frames down a summary follows calls.
@@ -126,6 +127,42 @@ class Effects:
                     seen = True
         return seen
 
+    def made_outside(self, function: FunctionInfo, attribute: str) -> bool:
+        """Every `self.<attribute> = ...` in the methods of the function's class assigns
+        `None` or what a call outside the project returns (`native.make_tap(name)` on the
+        compiled extension a loader returned): no parameter, project class or framework object
+        fills it, so its methods' effects are unknown and nothing is assumed of them."""
+        cls = function.cls
+        if cls is None:
+            return False
+        seen = False
+        for method in cls.methods.values():
+            receiver = method.params[0] if method.params else None
+            for node in method.nodes:
+                if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    mentioned = [t for t in targets for e in target_elements(t) if _is_attribute_of(e, receiver, attribute)]
+                    if not mentioned:
+                        continue
+                    if isinstance(node, cst.AugAssign) or any(not _is_attribute_of(t, receiver, attribute) for t in mentioned):
+                        return False  # updated, or unpacked from a tuple: not one call's result
+                    if not self._outside_value(node.value, method):
+                        return False
+                    seen = True
+        return seen
+
+    def _outside_value(self, value: Optional[cst.BaseExpression], method: FunctionInfo) -> bool:
+        if value is None:
+            return True  # `self._handle: Any` declares, assigns nothing
+        if isinstance(value, cst.Name) and value.value == "None":
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.project.qualified_name(value.func, method.module, method)
+        if name is not None and (name.startswith(_FRAMEWORKS) or self.project.lookup(name) is not None):
+            return False
+        return not self.resolver.resolve_all(value, method)
+
     def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call of something the analysis cannot see into that is user code: a local or
         parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
@@ -139,8 +176,17 @@ class Effects:
             receiver = function.params[0] if function.cls is not None and function.params else None
             python = tables().python
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
-            return isinstance(root, cst.Name) and root.value == receiver and not host
+            if not (isinstance(root, cst.Name) and root.value == receiver) or host:
+                return False
+            first = func
+            while isinstance(first.value, cst.Attribute):
+                first = first.value
+            return not self.made_outside(function, first.attr.value)
         return isinstance(func, cst.Subscript)
+
+
+def _is_attribute_of(expr: cst.BaseExpression, receiver: Optional[str], attribute: str) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == attribute and isinstance(expr.value, cst.Name) and expr.value.value == receiver
 
 
 def _mentions(text: str, name: str) -> bool:

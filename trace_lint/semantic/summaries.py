@@ -220,7 +220,7 @@ class Summaries:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
-                    for element in _elements(target):
+                    for element in target_elements(target):
                         if isinstance(element, cst.Attribute):
                             path = path_of(element)
                             if path is not None and root_of(path) in parameters:
@@ -404,12 +404,12 @@ def function_key(function: FunctionInfo) -> str:
     return f"fn:{function.full_name}"
 
 
-def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+def target_elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         out = []
         for element in target.elements:
-            out.extend(_elements(element.value))
+            out.extend(target_elements(element.value))
         return out
     if isinstance(target, cst.StarredElement):
-        return _elements(target.value)
+        return target_elements(target.value)
     return [target]
