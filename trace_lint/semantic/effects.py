@@ -108,23 +108,17 @@ class Effects:
         if cls is None:
             return False
         seen = False
-        for method in cls.methods.values():
-            receiver = method.params[0] if method.params else None
-            for node in method.nodes:
-                if not isinstance(node, cst.Assign):
-                    continue
-                for target in node.targets:
-                    t = target.target
-                    if not (isinstance(t, cst.Attribute) and t.attr.value == attribute and isinstance(t.value, cst.Name) and t.value.value == receiver):
-                        continue
-                    if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
-                        return False
-                    for element in node.value.elements:
-                        value = element.value
-                        name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
-                        if name is None or not name.startswith(_FRAMEWORKS):
-                            return False
-                    seen = True
+        for method, node, whole in _attribute_stores(cls, attribute):
+            if not (isinstance(node, cst.Assign) and whole):
+                continue
+            if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
+                return False
+            for element in node.value.elements:
+                value = element.value
+                name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
+                if name is None or not name.startswith(_FRAMEWORKS):
+                    return False
+            seen = True
         return seen
 
     def made_outside(self, function: FunctionInfo, attribute: str) -> bool:
@@ -136,19 +130,12 @@ class Effects:
         if cls is None:
             return False
         seen = False
-        for method in cls.methods.values():
-            receiver = method.params[0] if method.params else None
-            for node in method.nodes:
-                if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    mentioned = [t for t in targets for e in target_elements(t) if _is_attribute_of(e, receiver, attribute)]
-                    if not mentioned:
-                        continue
-                    if isinstance(node, cst.AugAssign) or any(not _is_attribute_of(t, receiver, attribute) for t in mentioned):
-                        return False  # updated, or unpacked from a tuple: not one call's result
-                    if not self._outside_value(node.value, method):
-                        return False
-                    seen = True
+        for method, node, whole in _attribute_stores(cls, attribute):
+            if isinstance(node, cst.AugAssign) or not whole:
+                return False  # updated, or unpacked from a tuple: not one call's result
+            if not self._outside_value(node.value, method):
+                return False
+            seen = True
         return seen
 
     def _outside_value(self, value: Optional[cst.BaseExpression], method: FunctionInfo) -> bool:
@@ -183,6 +170,20 @@ class Effects:
                 first = first.value
             return not self.made_outside(function, first.attr.value)
         return isinstance(func, cst.Subscript)
+
+
+def _attribute_stores(cls, attribute: str):
+    """Each statement of the class's methods that assigns `self.<attribute>`: (method,
+    statement, whether the attribute is the whole target rather than part of a tuple)."""
+    for method in cls.methods.values():
+        receiver = method.params[0] if method.params else None
+        for node in method.nodes:
+            if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if any(_is_attribute_of(e, receiver, attribute) for e in target_elements(target)):
+                    yield method, node, _is_attribute_of(target, receiver, attribute)
 
 
 def _is_attribute_of(expr: cst.BaseExpression, receiver: Optional[str], attribute: str) -> bool:
