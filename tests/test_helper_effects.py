@@ -120,3 +120,15 @@ def test_a_handle_made_outside_the_project_has_unknown_effects():
         ("captures.py", 25, "TRC404"),
         ("captures.py", 33, "TRC404"),
     }
+
+
+def test_work_a_capture_state_guard_keeps_out_needs_no_warm_up():
+    # The device work of `note` (under `if not recording():`, a helper's answer) and of
+    # `flush` (after `if capturing(): raise`) never runs while a capture records, and
+    # `stage` only allocates (`torch.empty`, still TRC301 on a host tensor) and copies into
+    # it: none needs a warm-up (graphs.py:8, 15, 22). `scale` runs `torch.relu` whatever the
+    # capture state: reported (33).
+    assert finding_set(PROJECTS / "guarded_work") == {
+        ("graphs.py", 33, "TRC404"),
+        ("recorder.py", 24, "TRC301"),
+    }

@@ -202,9 +202,8 @@ def first_use_flags(
     nodes: Sequence[cst.CSTNode],
     capture_anchors: Sequence[cst.CSTNode] = (),
     function: Optional[FunctionInfo] = None,
-    qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
     region: Optional[Region] = None,
-    answers_capture_state: Optional[Callable[[cst.BaseExpression, frozenset[str]], bool]] = None,
+    guarded_by: Optional[Callable[[cst.If], set[int]]] = None,
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
@@ -233,20 +232,9 @@ def first_use_flags(
     # Code that never runs while a capture records: under `if not capturing():`, in the
     # `else` of `if capturing():`, and after `if capturing(): raise` in the same block.
     uncaptured: set[int] = set()
-    queries = frameworks.capture_queries()
     for node in nodes:
-        if type(node) is cst.If and qualify is not None and (region is None or region.contains(node)):
-            sense = _capture_test(node.test, qualify, queries, answers_capture_state)
-            if sense is False:
-                uncaptured.add(id(node.body))
-            elif sense is True:
-                if node.orelse is not None:
-                    uncaptured.add(id(node.orelse))
-                if node.orelse is None and always_leaves(node.body):
-                    block = parents.get(id(node))
-                    siblings = list(getattr(block, "body", ()))
-                    if node in siblings:
-                        uncaptured.update(id(s) for s in siblings[siblings.index(node) + 1 :])
+        if type(node) is cst.If and guarded_by is not None and (region is None or region.contains(node)):
+            uncaptured |= guarded_by(node)
     for node in nodes:
         parent = parents.get(id(node))
         inherited = flags.get(id(parent), False) if parent is not None else False
@@ -263,27 +251,11 @@ def first_use_flags(
     return flags
 
 
-def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str], answers=None) -> Optional[bool]:
-    """True for `capturing()`, False for `not capturing()`, None for any other test; with
-    `answers`, also a local or a project helper's call that holds a query's answer."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _capture_test(test.expression, qualify, queries, answers)
-        return None if inner is None else not inner
-    if isinstance(test, cst.Call) and qualify(test.func) in queries:
-        return True
-    if answers is not None and isinstance(test, (cst.Call, cst.Name)) and answers(test, queries):
-        return True
-    return None
-
-
 def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None) -> None:
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    answers = None
-    if function is not None:
-        answers = lambda expr, queries: context.facts.answers_capture_state(expr, function, queries)  # noqa: E731
-    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name, region, answers)
+    flags = first_use_flags(module, nodes, capture_anchors, function, region, lambda node: context.facts.guarded_by(node, module, function))
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -311,7 +283,7 @@ class Engine:
         # Which parameters of captured functions hold objects the capture made.
         self.origins = CaptureTimeObjects(self.resolver)
         # What functions do, summarised once for every rule.
-        self.effects = Effects(self.resolver)
+        self.effects = Effects(self.resolver, frameworks.capture_queries())
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._chain_of_current: list[list[Related]] = []

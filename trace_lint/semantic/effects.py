@@ -31,12 +31,12 @@ _DEPTH = 8
 
 
 class Effects:
-    def __init__(self, resolver: CallResolver):
+    def __init__(self, resolver: CallResolver, capture_queries: frozenset[str] = frozenset()):
         self.resolver = resolver
         self.project = resolver.project
         self._device: dict[tuple[int, int], bool] = {}
         self._reads: dict[tuple[int, str], bool] = {}
-        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program)
+        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program, capture_queries)
 
     def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
         key = (id(function), parameter)
@@ -57,7 +57,11 @@ class Effects:
         if depth > _DEPTH:
             return True  # too deep to know: assume it may
         self._device[key] = False  # a cycle adds nothing
-        found = any(self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function))
+        # Work a capture-state guard keeps out of every capture needs no warm-up.
+        runs = self.summaries.runs_while_capturing
+        found = any(
+            self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function) if runs(call, target.function)
+        )
         self._device[key] = found
         return found
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from ..core.api_tables import tables
+from .nodes import always_leaves
 from .project import FunctionInfo, ModuleInfo
 
 if TYPE_CHECKING:
@@ -112,8 +113,16 @@ def container_of(path: str) -> str:
 
 
 class Summaries:
-    def __init__(self, resolver: "CallResolver", user_callable: Callable[[cst.Call, FunctionInfo], bool], launches: Callable[[cst.Call, FunctionInfo], bool]):
+    def __init__(
+        self,
+        resolver: "CallResolver",
+        user_callable: Callable[[cst.Call, FunctionInfo], bool],
+        launches: Callable[[cst.Call, FunctionInfo], bool],
+        capture_queries: frozenset[str] = frozenset(),
+    ):
         self.resolver = resolver
+        # The framework functions that answer whether a capture is being recorded.
+        self.capture_queries = capture_queries
         self.project = resolver.project
         # A call of something unresolved that is user code (`self.model(x)`, `step()`), and a
         # framework call that launches a device program: the two kinds of work to warm up.
@@ -126,6 +135,7 @@ class Summaries:
         self._stores: dict[int, frozenset[str]] = {}
         self._runs: dict[tuple[int, int], frozenset[str]] = {}
         self._capture_state: dict[int, bool] = {}
+        self._uncaptured: dict[int, frozenset[int]] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -298,7 +308,7 @@ class Summaries:
         self._work[key] = frozenset()
         found: set[str] = set()
         for node in function.nodes:
-            if type(node) is not cst.Call:
+            if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
                 continue
             if self.resolver.resolve_all(node, function, self_class):
                 found |= self.call_work(node, function, self_class, depth + 1)
@@ -336,45 +346,101 @@ class Summaries:
 
 
     # -- capture state -----------------------------------------------------------------------
-    def answers_capture_state(self, expr: cst.BaseExpression, function: FunctionInfo, queries: frozenset[str], depth: int = 0) -> bool:
+    def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:
+        """True for a test that holds while a capture records (`capturing()`, a local or a
+        project helper's call holding its answer), False for its negation, None otherwise."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.capture_test(test.expression, module, function)
+            return None if inner is None else not inner
+        if isinstance(test, cst.Call) and self.project.qualified_name(test.func, module, function) in self.capture_queries:
+            return True
+        if function is not None and isinstance(test, (cst.Call, cst.Name)) and self.answers_capture_state(test, function):
+            return True
+        return None
+
+    def uncaptured(self, function: FunctionInfo) -> frozenset[int]:
+        """The blocks and statements of the function that never run while a capture records:
+        the body of `if not capturing():`, the `else` of `if capturing():`, and what follows
+        `if capturing(): return`/`raise` in the same block (RULES.md "Capture-state guards")."""
+        key = id(function)
+        found = self._uncaptured.get(key)
+        if found is not None:
+            return found
+        marks: set[int] = set()
+        if self.capture_queries:
+            for node in function.nodes:
+                if type(node) is cst.If:
+                    marks |= self.guarded_by(node, function.module, function)
+        found = self._uncaptured[key] = frozenset(marks)
+        return found
+
+    def guarded_by(self, node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[int]:
+        """What one `if` keeps from running while a capture records (see `uncaptured`)."""
+        sense = self.capture_test(node.test, module, function)
+        if sense is False:
+            return {id(node.body)}
+        if sense is not True:
+            return set()
+        if node.orelse is not None:
+            return {id(node.orelse)}
+        if not always_leaves(node.body):
+            return set()
+        siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+        return {id(s) for s in siblings[siblings.index(node) + 1 :]} if node in siblings else set()
+
+    def runs_while_capturing(self, node: cst.CSTNode, function: FunctionInfo) -> bool:
+        """The node can run while a capture records: no capture-state guard keeps it out."""
+        marks = self.uncaptured(function)
+        if not marks:
+            return True
+        parents = function.module.parents
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not function.node:
+            if id(current) in marks:
+                return False
+            current = parents.get(id(current))
+        return True
+
+    def answers_capture_state(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> bool:
         """Is the expression's value whether a capture is being recorded: a query's call (the
         query named, or a local bound to it, also through `getattr(torch.cuda, "name", None)`),
         `bool(...)` of one, a local every reaching binding of which holds one, or a call of
         project functions that each return one?"""
         if depth > _DEPTH:
             return False
+        queries = self.capture_queries
         if isinstance(expr, cst.Call):
             name = self.project.qualified_name(expr.func, function.module, function)
             if name in queries:
                 return True
             if name == "bool" and len(expr.args) == 1 and not expr.args[0].star:
-                return self.answers_capture_state(expr.args[0].value, function, queries, depth + 1)
+                return self.answers_capture_state(expr.args[0].value, function, depth + 1)
             if isinstance(expr.func, cst.Name) and function.bindings.binds(expr.func.value):
                 reaching = function.bindings.reaching(expr.func.value, expr.func)
-                return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function, queries) for b in reaching)
+                return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function) for b in reaching)
             targets = self.resolver.resolve_all(expr, function)
-            return bool(targets) and all(self.returns_capture_state(t.function, queries, depth + 1) for t in targets)
+            return bool(targets) and all(self.returns_capture_state(t.function, depth + 1) for t in targets)
         if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
             reaching = function.bindings.reaching(expr.value, expr)
             return bool(reaching) and all(
-                b.kind in ("assign", "annassign", "walrus") and b.value is not None and self.answers_capture_state(b.value, function, queries, depth + 1)
+                b.kind in ("assign", "annassign", "walrus") and b.value is not None and self.answers_capture_state(b.value, function, depth + 1)
                 for b in reaching
             )
         return False
 
-    def _names_query(self, expr: cst.BaseExpression, function: FunctionInfo, queries: frozenset[str]) -> bool:
+    def _names_query(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
         """`torch.cuda.is_current_stream_capturing`, or `getattr(torch.cuda, "is_current_stream_capturing"[, default])`."""
         qualify = lambda e: self.project.qualified_name(e, function.module, function)  # noqa: E731
-        if qualify(expr) in queries:
+        if qualify(expr) in self.capture_queries:
             return True
         if isinstance(expr, cst.Call) and qualify(expr.func) == "getattr" and len(expr.args) in (2, 3):
             owner, attribute = expr.args[0].value, expr.args[1].value
             if isinstance(attribute, cst.SimpleString) and not any(a.star for a in expr.args):
                 base = qualify(owner)
-                return base is not None and f"{base}.{attribute.evaluated_value}" in queries
+                return base is not None and f"{base}.{attribute.evaluated_value}" in self.capture_queries
         return False
 
-    def returns_capture_state(self, function: FunctionInfo, queries: frozenset[str], depth: int = 0) -> bool:
+    def returns_capture_state(self, function: FunctionInfo, depth: int = 0) -> bool:
         """Every value the function returns answers whether a capture is recording, on at
         least one path; `None`, `True` or `False` returned where it does not ask (the query
         missing or failing) are its own answers."""
@@ -384,15 +450,13 @@ class Summaries:
             return found
         self._capture_state[key] = False  # a cycle answers nothing
         asks = False
-        answers = True
-        if function.node.asynchronous is not None or any(type(n) in (cst.Yield,) for n in function.nodes):
-            answers = False
+        answers = function.node.asynchronous is None and not any(type(n) is cst.Yield for n in function.nodes)
         for node in function.nodes if answers else ():
             if type(node) is not cst.Return or node.value is None:
                 continue
             if isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
                 continue
-            if not self.answers_capture_state(node.value, function, queries, depth + 1):
+            if not self.answers_capture_state(node.value, function, depth + 1):
                 answers = False
                 break
             asks = True
