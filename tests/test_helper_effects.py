@@ -132,3 +132,10 @@ def test_work_a_capture_state_guard_keeps_out_needs_no_warm_up():
         ("graphs.py", 33, "TRC404"),
         ("recorder.py", 24, "TRC301"),
     }
+
+
+def test_a_static_methods_first_parameter_is_no_receiver():
+    # `copy_out(source)` is a static method: `source.detach()` is a tensor's method, not
+    # a call on `self` the analysis cannot see into, and the rest allocates and copies: no
+    # warm-up needed (graphs.py:8). A static method running an op is work (15).
+    assert finding_set(PROJECTS / "static_receivers") == {("graphs.py", 15, "TRC404")}

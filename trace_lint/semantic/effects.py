@@ -21,7 +21,7 @@ from typing import Optional
 import libcst as cst
 
 from ..core.api_tables import tables
-from .calls import CallResolver, Target
+from .calls import CallResolver, Target, has_decorator
 from .project import FunctionInfo
 from .summaries import Summaries, target_elements
 
@@ -164,7 +164,7 @@ class Effects:
             root: cst.BaseExpression = func
             while isinstance(root, cst.Attribute):
                 root = root.value
-            receiver = function.params[0] if function.cls is not None and function.params else None
+            receiver = function.params[0] if function.cls is not None and function.params and not has_decorator(function, "staticmethod") else None
             python = tables().python
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
             if not (isinstance(root, cst.Name) and root.value == receiver) or host:
