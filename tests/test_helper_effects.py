@@ -139,3 +139,14 @@ def test_a_static_methods_first_parameter_is_no_receiver():
     # a call on `self` the analysis cannot see into, and the rest allocates and copies: no
     # warm-up needed (graphs.py:8). A static method running an op is work (15).
     assert finding_set(PROJECTS / "static_receivers") == {("graphs.py", 15, "TRC404")}
+
+
+def test_a_begin_on_the_other_branch_is_no_nested_capture():
+    # `if pool: g.capture_begin(pool=pool) else: g.capture_begin()` begins one capture
+    # (segments.py:14 not reported). A second begin after the first (22), or on the other
+    # branch in a loop whose next turn takes it while the first records (32), is TRC406.
+    assert finding_set(PROJECTS / "branch_begins") == {
+        ("segments.py", 21, "TRC201"),
+        ("segments.py", 22, "TRC406"),
+        ("segments.py", 32, "TRC406"),
+    }
