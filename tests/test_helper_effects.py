@@ -150,3 +150,10 @@ def test_a_begin_on_the_other_branch_is_no_nested_capture():
         ("segments.py", 22, "TRC406"),
         ("segments.py", 32, "TRC406"),
     }
+
+
+def test_a_warm_up_over_the_same_layers_through_a_loop_variable():
+    # `for block in self.encoder.layers: block(y)` in a sibling run before the capture
+    # runs the layers `for layer in self.encoder.layers: layer(y)` calls (runner.py:19 not
+    # reported); the decoder's layers never ran (28).
+    assert finding_set(PROJECTS / "loop_warm_ups") == {("runner.py", 28, "TRC404")}

@@ -280,7 +280,7 @@ class Summaries:
 
     def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class, depth: int) -> frozenset[str]:
         out: set[str] = set()
-        own = path_of(call.func)
+        own = path_of(call.func, function)
         if own is not None:
             out.add(own)
         for target in self.resolver.resolve_all(call, function, self_class):
@@ -315,7 +315,7 @@ class Summaries:
             elif self._launches(node, function):
                 found.add(function_key(function))
             elif self._user_callable(node, function):
-                path = path_of(node.func)
+                path = path_of(node.func, function)
                 found.add(path if path is not None and root_of(path) in function.params else "\0")
         result = self._work[key] = frozenset(found)
         return result
@@ -325,7 +325,7 @@ class Summaries:
         its own callee's path."""
         targets = self.resolver.resolve_all(call, function, self_class)
         if not targets:
-            path = path_of(call.func)
+            path = path_of(call.func, function)
             return frozenset({path}) if path is not None else frozenset({"\0"})
         out: set[str] = set()
         for target in targets:
