@@ -146,3 +146,24 @@ def test_a_cache_kept_in_the_instance_dict_through_a_local(lint):
         """
     )
     assert codes(lint(source)) == []
+
+
+def test_an_entry_read_from_a_local_alias_of_a_cache(lint):
+    # `cache = self.tables` aliases state; `t = cache.get(k)` names its entry, and the block
+    # fills it (flashinfer's plan uploads). A dict made in the call is no cache (line 13).
+    source = layer(
+        """\
+        cache = self.tables
+        t = cache.get(x.shape)
+        if t is None:
+            t = ttnn.from_torch(x, device=x.device())
+            cache[x.shape] = t
+        fresh = {}
+        u = fresh.get(x.shape)
+        if u is None:
+            u = ttnn.from_torch(x, device=x.device())
+            fresh[x.shape] = u
+        return ttnn.add(t, u)
+        """
+    )
+    assert codes(lint(source)) == [(13, "TRC101"), (13, "TRC301")]

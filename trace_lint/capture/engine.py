@@ -103,17 +103,17 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     return False
 
 
-def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[str]:
+def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo], depth: int = 0) -> set[str]:
     """The state a local was read from, when every binding of it reaching `at` reads an
-    attribute, `getattr(...)` or global (empty otherwise)."""
-    if not isinstance(name, cst.Name) or function is None:
+    attribute, `getattr(...)` or global, or an entry of such state (empty otherwise)."""
+    if not isinstance(name, cst.Name) or function is None or depth > 3:
         return set()
     found: set[str] = set()
     for binding in function.bindings.reaching(name.value, at):
         value = binding.value
         if binding.kind != "assign" or value is None:
             return set()
-        entry = _get_entry(value, function)
+        entry = _get_entry(value, function, depth)
         if entry is not None:
             # `z = self._zeros.get(k)`: the local names the entry `self._zeros[k]`.
             found.add(f"{_state_key(entry[0], module)}[{module.normalized(entry[1])}]")
@@ -124,8 +124,9 @@ def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo
     return found
 
 
-def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
-    """`C.get(k)` / `C.get(k, default)` on a container that outlives the call -> (C, k)."""
+def _get_entry(value: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`C.get(k)` / `C.get(k, default)` on a container that outlives the call, or on a local
+    alias of one (`cache = self.tables`) -> (C, k)."""
     if (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)
@@ -133,7 +134,10 @@ def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tu
         and 1 <= len(value.args) <= 2
         and value.args[0].keyword is None
         and not value.args[0].star
-        and _outlives_the_call(value.func.value, function)
+        and (
+            _outlives_the_call(value.func.value, function)
+            or _aliased_state(value.func.value, value, function.module, function, depth + 1)
+        )
     ):
         return value.func.value, value.args[0].value
     return None
