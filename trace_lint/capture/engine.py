@@ -103,6 +103,42 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     return False
 
 
+def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> list[cst.CSTNode]:
+    """The statements after `if X is not None: return X` / `if X: return` (X state that
+    outlives the call) in the same block, when one of them assigns X: the rest of the block
+    fills the cache on first use, the mirror of `if X is None: X = ...` (empty otherwise)."""
+    if node.orelse is not None or not always_leaves(node.body):
+        return []
+    test = node.test
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) is cst.IsNot
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        test = test.left
+    if not isinstance(test, (cst.Name, cst.Attribute, cst.Call)) or (isinstance(test, cst.Call) and _getattr_target(test) is None):
+        return []
+    if not _outlives_the_call(test, function):
+        return []
+    wanted = _state_key(test, module)
+    siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+    if node not in siblings:
+        return []
+    rest = siblings[siblings.index(node) + 1 :]
+    for statement in rest:
+        for small in _small_statements(statement):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign):
+                targets = [small.target]
+            if any(_state_key(t, module) == wanted for t in targets):
+                return rest
+    return []
+
+
 def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo], depth: int = 0) -> set[str]:
     """The state a local was read from, when every binding of it reaching `at` reads an
     attribute, `getattr(...)` or global, or an entry of such state (empty otherwise)."""
@@ -236,16 +272,23 @@ def first_use_flags(
     # Code that never runs while a capture records: under `if not capturing():`, in the
     # `else` of `if capturing():`, and after `if capturing(): raise` in the same block.
     uncaptured: set[int] = set()
+    # Filled on first use: what follows `if self._w is not None: return self._w` when it
+    # assigns `self._w` (unless it holds a capture).
+    filled: set[int] = set()
     for node in nodes:
         if type(node) is cst.If and guarded_by is not None and (region is None or region.contains(node)):
             uncaptured |= guarded_by(node)
+        if type(node) is cst.If and region is None:
+            rest = filled_after_guard(node, module, function)
+            if rest and not any(holds_capture(statement) for statement in rest):
+                filled.update(id(statement) for statement in rest)
     for node in nodes:
         parent = parents.get(id(node))
         inherited = flags.get(id(parent), False) if parent is not None else False
         if type(parent) is cst.If and cache_ifs.get(id(parent)) and node is parent.orelse:
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
-        if id(node) in uncaptured:
+        if id(node) in uncaptured or id(node) in filled:
             inherited = True
         if type(node) is cst.If:
             cache_ifs[id(node)] = is_first_use_cache(node, module, function) and not holds_capture(node)
