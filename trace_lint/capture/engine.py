@@ -58,13 +58,7 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     key: Optional[cst.BaseExpression] = None
     container: Optional[cst.BaseExpression] = None
     wanted: Optional[str] = None
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) is cst.Is
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-    ):
+    if _compared_to_none(test, cst.Is) is not None:
         key = test.left
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         key = test.expression
@@ -103,21 +97,26 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     return False
 
 
+def _compared_to_none(test: cst.BaseExpression, operator: type) -> Optional[cst.BaseExpression]:
+    """`X is None` (operator `cst.Is`) or `X is not None` (`cst.IsNot`) -> X."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) is operator
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return test.left
+    return None
+
+
 def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> list[cst.CSTNode]:
     """The statements after `if X is not None: return X` / `if X: return` (X state that
     outlives the call) in the same block, when one of them assigns X: the rest of the block
     fills the cache on first use, the mirror of `if X is None: X = ...` (empty otherwise)."""
     if node.orelse is not None or not always_leaves(node.body):
         return []
-    test = node.test
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) is cst.IsNot
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-    ):
-        test = test.left
+    test = _compared_to_none(node.test, cst.IsNot) or node.test
     if not isinstance(test, (cst.Name, cst.Attribute, cst.Call)) or (isinstance(test, cst.Call) and _getattr_target(test) is None):
         return []
     if not _outlives_the_call(test, function):
