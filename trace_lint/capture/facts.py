@@ -197,6 +197,10 @@ class ProgramFacts:
         return self._engine.effects.reads_value(function, parameter)
 
     # -- what a callee does to what it is handed (semantic/summaries.py) ---------------------
+    def guarded_by(self, node: cst.If, module: "ModuleInfo", function: Optional["FunctionInfo"]) -> set[int]:
+        """What a capture-state guard keeps from running while a capture records."""
+        return self._engine.effects.summaries.guarded_by(node, module, function)
+
     def freed_expression(self, call: cst.Call, function: "FunctionInfo") -> Optional[cst.BaseExpression]:
         """What a `ttnn.deallocate(t)` / `t.deallocate()` call frees, or None."""
         return self._engine.effects.summaries.freed_expression(call, function)

@@ -18,7 +18,7 @@ from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
 from ..semantic.tensors import TensorFacts
-from ..capture.values import assigned_value, executed_after, input_names, loops, reached_around, runs_after_region, same_trace, within
+from ..capture.values import assigned_value, exclusive, executed_after, input_names, loops, reached_around, runs_after_region, same_trace, within
 from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
@@ -1402,8 +1402,18 @@ class NestedCapture(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.begins_capture(node, self.context.qualified_name(node.func)):
+        if self.facts.begins_capture(node, self.context.qualified_name(node.func)) and not self._other_branch(node):
             self.report(node, "a capture begins while another is being recorded")
+
+    def _other_branch(self, node: cst.Call) -> bool:
+        """The begin is on the other branch of an `if` from the region's own begin
+        (`if pool: g.capture_begin(pool=pool) else: g.capture_begin()`), with no loop around
+        both whose next turn could take it while the first capture records."""
+        region = self.context.region
+        if region is None or not exclusive(region.function, region.begin, node):
+            return False
+        module = region.module
+        return not any(within(module, node, loop) and within(module, region.begin, loop) for loop in loops(region.function))
 
 
 class AllocationAcrossReplay(Rule):

@@ -9,7 +9,10 @@ calls the resolver can pin), a fixed point over the call graph with recursion in
   with the steps down to the free;
 - `stores(function)`: the attributes of its parameters it assigns (`self.out = ...`);
 - `runs(function)`: the calls it makes, as paths from its parameters (`self.model[].decode`)
-  and as the project functions reached (`fn:module.qualname`), any number of frames down.
+  and as the project functions reached (`fn:module.qualname`), any number of frames down;
+- `returns_capture_state(function, queries)`: every value it returns is a capture query's
+  answer (`torch.cuda.is_current_stream_capturing()`), so a test on its result is a
+  capture-state guard (RULES.md "Capture-state guards").
 
 A path is a parameter name followed by attributes and `[]` for an element
 (`runner.out`, `outs[]`). At a call site, a callee's paths are moved into the caller's frame
@@ -25,11 +28,15 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from ..core.api_tables import tables
+from .nodes import always_leaves
 from .project import FunctionInfo, ModuleInfo
 
 if TYPE_CHECKING:
     from .calls import CallResolver, Target
 
+# How many bindings and wrappers (`bool(...)`) a capture-state answer is followed through
+# within one function.
+_BINDINGS_FOLLOWED = 8
 # The longest path a summary follows (attributes and elements after the parameter): a
 # recursion that walks `x.next` would otherwise grow paths without end.
 _LONGEST_PATH = 16
@@ -196,8 +203,16 @@ class FixedPoint:
 
 
 class Summaries:
-    def __init__(self, resolver: "CallResolver", user_callable: Callable[[cst.Call, FunctionInfo], bool], launches: Callable[[cst.Call, FunctionInfo], bool]):
+    def __init__(
+        self,
+        resolver: "CallResolver",
+        user_callable: Callable[[cst.Call, FunctionInfo], bool],
+        launches: Callable[[cst.Call, FunctionInfo], bool],
+        capture_queries: frozenset[str] = frozenset(),
+    ):
         self.resolver = resolver
+        # The framework functions that answer whether a capture is being recorded.
+        self.capture_queries = capture_queries
         self.project = resolver.project
         # A call of something unresolved that is user code (`self.model(x)`, `step()`), and a
         # framework call that launches a device program: the two kinds of work to warm up.
@@ -209,6 +224,8 @@ class Summaries:
         self._work = FixedPoint(lambda subject: self._own_work(*subject), frozenset())
         # Per call site (the call nodes live as long as the run's parsed modules), once solved.
         self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
+        self._capture_state = FixedPoint(lambda function: self._own_capture_state(function), False)
+        self._uncaptured: dict[int, frozenset[int]] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -300,7 +317,7 @@ class Summaries:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
-                    for element in _elements(target):
+                    for element in target_elements(target):
                         if isinstance(element, cst.Attribute):
                             path = path_of(element)
                             if path is not None and root_of(path) in parameters:
@@ -347,7 +364,7 @@ class Summaries:
 
     def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class) -> frozenset[str]:
         out: set[str] = set()
-        own = path_of(call.func)
+        own = path_of(call.func, function)
         if own is not None:
             out.add(own)
         for target in self.resolver.resolve_all(call, function, self_class):
@@ -372,14 +389,14 @@ class Summaries:
     def _own_work(self, function: FunctionInfo, self_class) -> frozenset[str]:
         found: set[str] = set()
         for node in function.nodes:
-            if type(node) is not cst.Call:
+            if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
                 continue
             if self.resolver.resolve_all(node, function, self_class):
                 found |= self.call_work(node, function, self_class)
             elif self._launches(node, function):
                 found.add(function_key(function))
             elif self._user_callable(node, function):
-                path = path_of(node.func)
+                path = path_of(node.func, function)
                 found.add(path if path is not None and root_of(path) in function.params else "\0")
         return frozenset(found)
 
@@ -388,7 +405,7 @@ class Summaries:
         its own callee's path."""
         targets = self.resolver.resolve_all(call, function, self_class)
         if not targets:
-            path = path_of(call.func)
+            path = path_of(call.func, function)
             return frozenset({path}) if path is not None else frozenset({"\0"})
         out: set[str] = set()
         for target in targets:
@@ -408,16 +425,133 @@ class Summaries:
         return frozenset(out)
 
 
+    # -- capture state -----------------------------------------------------------------------
+    def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:
+        """True for a test that holds while a capture records (`capturing()`, a local or a
+        project helper's call holding its answer), False for its negation, None otherwise."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.capture_test(test.expression, module, function)
+            return None if inner is None else not inner
+        if isinstance(test, cst.Call) and self.project.qualified_name(test.func, module, function) in self.capture_queries:
+            return True
+        if function is not None and isinstance(test, (cst.Call, cst.Name)) and self.answers_capture_state(test, function):
+            return True
+        return None
+
+    def uncaptured(self, function: FunctionInfo) -> frozenset[int]:
+        """The blocks and statements of the function that never run while a capture records:
+        the body of `if not capturing():`, the `else` of `if capturing():`, and what follows
+        `if capturing(): return`/`raise` in the same block (RULES.md "Capture-state guards")."""
+        key = id(function)
+        found = self._uncaptured.get(key)
+        if found is not None:
+            return found
+        marks: set[int] = set()
+        if self.capture_queries:
+            for node in function.nodes:
+                if type(node) is cst.If:
+                    marks |= self.guarded_by(node, function.module, function)
+        found = self._uncaptured[key] = frozenset(marks)
+        return found
+
+    def guarded_by(self, node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[int]:
+        """What one `if` keeps from running while a capture records (see `uncaptured`)."""
+        sense = self.capture_test(node.test, module, function)
+        if sense is False:
+            return {id(node.body)}
+        if sense is not True:
+            return set()
+        if node.orelse is not None:
+            return {id(node.orelse)}
+        if not always_leaves(node.body):
+            return set()
+        siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+        return {id(s) for s in siblings[siblings.index(node) + 1 :]} if node in siblings else set()
+
+    def runs_while_capturing(self, node: cst.CSTNode, function: FunctionInfo) -> bool:
+        """The node can run while a capture records: no capture-state guard keeps it out."""
+        marks = self.uncaptured(function)
+        if not marks:
+            return True
+        parents = function.module.parents
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not function.node:
+            if id(current) in marks:
+                return False
+            current = parents.get(id(current))
+        return True
+
+    def answers_capture_state(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> bool:
+        """Is the expression's value whether a capture is being recorded: a query's call (the
+        query named, or a local bound to it, also through `getattr(torch.cuda, "name", None)`),
+        `bool(...)` of one, a local every reaching binding of which holds one, or a call of
+        project functions that each return one?"""
+        if depth > _BINDINGS_FOLLOWED:
+            return False
+        queries = self.capture_queries
+        if isinstance(expr, cst.Call):
+            name = self.project.qualified_name(expr.func, function.module, function)
+            if name in queries:
+                return True
+            if name == "bool" and len(expr.args) == 1 and not expr.args[0].star:
+                return self.answers_capture_state(expr.args[0].value, function, depth + 1)
+            if isinstance(expr.func, cst.Name) and function.bindings.binds(expr.func.value):
+                reaching = function.bindings.reaching(expr.func.value, expr.func)
+                return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function) for b in reaching)
+            targets = self.resolver.resolve_all(expr, function)
+            return bool(targets) and all(self.returns_capture_state(t.function) for t in targets)
+        if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
+            reaching = function.bindings.reaching(expr.value, expr)
+            return bool(reaching) and all(
+                b.kind in ("assign", "annassign", "walrus") and b.value is not None and self.answers_capture_state(b.value, function, depth + 1)
+                for b in reaching
+            )
+        return False
+
+    def _names_query(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        """`torch.cuda.is_current_stream_capturing`, or `getattr(torch.cuda, "is_current_stream_capturing"[, default])`."""
+        qualify = lambda e: self.project.qualified_name(e, function.module, function)  # noqa: E731
+        if qualify(expr) in self.capture_queries:
+            return True
+        if isinstance(expr, cst.Call) and qualify(expr.func) == "getattr" and len(expr.args) in (2, 3):
+            owner, attribute = expr.args[0].value, expr.args[1].value
+            if isinstance(attribute, cst.SimpleString) and not any(a.star for a in expr.args):
+                base = qualify(owner)
+                return base is not None and f"{base}.{attribute.evaluated_value}" in self.capture_queries
+        return False
+
+    def returns_capture_state(self, function: FunctionInfo) -> bool:
+        """Every value the function returns answers whether a capture is recording, on at
+        least one path; `None`, `True` or `False` returned where it does not ask (the query
+        missing or failing) are its own answers. A recursion answers only through a path
+        that asks (the fixed point starts from "no")."""
+        return self._capture_state.get(id(function), function)
+
+    def _own_capture_state(self, function: FunctionInfo) -> bool:
+        asks = False
+        answers = function.node.asynchronous is None and not any(type(n) is cst.Yield for n in function.nodes)
+        for node in function.nodes if answers else ():
+            if type(node) is not cst.Return or node.value is None:
+                continue
+            if isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
+                continue
+            if not self.answers_capture_state(node.value, function):
+                answers = False
+                break
+            asks = True
+        return answers and asks
+
+
 def function_key(function: FunctionInfo) -> str:
     return f"fn:{function.full_name}"
 
 
-def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+def target_elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         out = []
         for element in target.elements:
-            out.extend(_elements(element.value))
+            out.extend(target_elements(element.value))
         return out
     if isinstance(target, cst.StarredElement):
-        return _elements(target.value)
+        return target_elements(target.value)
     return [target]
