@@ -73,6 +73,7 @@ def check(
     progress=None,
     whole_program: bool = False,
     configure=None,
+    root: Optional[Path] = None,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
@@ -84,6 +85,9 @@ def check(
     callers, callees and suppressions in other files count, and report only what the named
     paths select: findings located in them, and findings elsewhere whose call chain starts
     at a capture in them. Without it, the named paths are the whole program.
+
+    `root` (with `whole_program`): the project's folder where the caller knows it (the
+    language server's workspace), instead of `project_root` of each path.
 
     `configure` (with `whole_program`): follow each file's nearest config for what is
     reported (`hierarchy`); it turns a config file's settings into the run's (the command
@@ -103,16 +107,18 @@ def check(
     selected = {found.real.get(path) or real_path(path) for path in files} | ({real_path(p) for p in paths} & set(sources))
     project_roots: list[Path] = []
     if whole_program and not result.errors:
-        for path in paths:
+        if root is not None:
+            project_roots.append(real_path(root))
+        for path in paths if root is None else ():
             anchor = path if path.exists() else path.parent
             if anchor.exists():
-                root = project_root(anchor)
-                if root not in project_roots:
-                    project_roots.append(root)
+                folder = project_root(anchor)
+                if folder not in project_roots:
+                    project_roots.append(folder)
         # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
         # A root that is a named folder was walked already: the same files, found again.
         walked = {real_path(p) for p in on_disk if p.is_dir()}
-        around = discover([root for root in project_roots if root not in walked], settings, force_exclude=True)
+        around = discover([folder for folder in project_roots if folder not in walked], settings, force_exclude=True)
         files.extend(around.files)
         found.real.update(around.real)
     if configure is not None and whole_program and project_roots:
