@@ -21,7 +21,6 @@ from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
-from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo, ModuleInfo, Project
 from ..frameworks.region import Region
 from .. import frameworks
@@ -241,11 +240,9 @@ def first_use_flags(
             elif sense is True:
                 if node.orelse is not None:
                     uncaptured.add(id(node.orelse))
-                if node.orelse is None and always_leaves(node.body):
-                    block = parents.get(id(node))
-                    siblings = list(getattr(block, "body", ()))
-                    if node in siblings:
-                        uncaptured.update(id(s) for s in siblings[siblings.index(node) + 1 :])
+                if function is not None:
+                    # What runs only after the test was false (`if capturing(): return`).
+                    uncaptured.update(id(s) for s in function.cfg.only_through_branch(node, False))
     for node in nodes:
         parent = parents.get(id(node))
         inherited = flags.get(id(parent), False) if parent is not None else False
