@@ -406,7 +406,7 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     cached = getattr(region, "_reallocations", None)
     if cached is not None:
         return cached
-    module = region.module
+    graph = region.function.cfg
     found: set[int] = set()
     inputs = input_names(region)
     _, _, _, read_after = region_accesses(region)
@@ -416,17 +416,18 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
             continue
         if "." not in key and key not in inputs:
             continue
-        free_at = module.end(free.call)
-        for access in accesses(region.function):
-            if access.key != key or access.position <= free_at or access.position >= region.stop:
-                continue
-            if access.kind == "read":
-                break  # read again before anything new is bound to it
+        if not ("." in key or key in read_after):
+            continue  # not kept as the next input
+        # The next access of the key on a path from the free is a binding to an allocation.
+        at_free = graph.statement_of(free.call)
+        others = [a for a in accesses(region.function) if a.key == key and a.statement is not at_free and region.contains(a.node)]
+        for access in others:
             value = assigned_value(access.statement)
-            kept = "." in key or key in read_after
-            if isinstance(value, cst.Call) and kept and allocates(facts, value, region):
+            if access.kind != "bind" or not isinstance(value, cst.Call) or not allocates(facts, value, region):
+                continue
+            between = [a.node for a in others if a.statement is not access.statement]
+            if graph.runs_before(free.call, access.statement, avoiding=between):
                 found.update((id(free.call), id(value)))
-            break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
 

@@ -150,23 +150,17 @@ class ScopeBindings:
                 for star in (params.star_arg, params.star_kwarg):
                     if isinstance(star, cst.Param):
                         self._binding(star.name.value, "param", star)
-        graph = self.graph
-        positions = self.function.module.positions
-        items = [(i, item) for i, item in enumerate(graph.items) if item is not None]
-        # Source order (a `try`'s handlers are made before its body), the graph's for ties.
-        order = {id(item): index for index, (_, item) in enumerate(items)}
-        first: dict[int, tuple] = {}
-        for i, item in items:
-            if id(item) not in first:
-                span = positions.get(item)
-                first[id(item)] = (span.start.line, span.start.column) if span is not None else (0, 0)
+        # The graph's order is source order; a `finally` body's second copy binds the same.
         done: dict[int, list[Binding]] = {}
-        for i, item in sorted(items, key=lambda pair: (first[id(pair[1])], order[id(pair[1])])):
+        gen = self._gen
+        for index, item in enumerate(self.graph.items):
+            if item is None:
+                continue
             found = done.get(id(item))
             if found is None:
                 found = done[id(item)] = self._bindings_of(item)
             for binding in found:
-                self._gen.setdefault(binding.name, {})[i] = binding
+                gen.setdefault(binding.name, {})[index] = binding
 
     def _binding(self, name: str, kind: str, node: cst.CSTNode, value=None, imported=None) -> Binding:
         key = (id(node), name)

@@ -9,9 +9,11 @@ and lambdas are parts of their statement's expression. Edges:
 - loops: the body's ends and `continue` go back to the head (back edges), `break` to the join
   after the loop, the `else` runs from the head when the iterator is spent (never for
   `while True:`);
-- exceptional successors: each statement that can raise has an edge to the handlers of the
-  innermost `try` around it (past them too unless one catches `Exception` or broader), or to
-  its `finally`, or to the exceptional exit; a `with` body raises out of the `with`;
+- exceptional successors: each statement that can raise has an edge to the dispatch node of
+  the innermost `try` around it, which goes on to each handler (and past them, unless one
+  catches `Exception` or broader), or to its `finally`, or to the exceptional exit; a `with`
+  body raises out of the `with`. A statement's exceptional edge carries the state it was
+  entered with (it raised before binding); the edges after it carry the exception on;
 - `finally` bodies are built twice, as CPython compiles them: once on the normal path, once
   for abrupt exits (an exception, `return`, `break`, `continue` passing through), whose end
   goes on to where each of those was going; a statement in a `finally` has two nodes.
@@ -96,6 +98,7 @@ class ControlFlowGraph:
         # synthetic finally entry -> the kinds of exit routed through it
         self._finally_kinds: dict[int, set[str]] = {}
         self._statement_cache: dict[int, Optional[cst.CSTNode]] = {}
+        self._raised: set[int] = set()  # nodes some statement raises to
         self._new(None, ())  # ENTRY
         self._new(None, ())  # EXIT
         self._new(None, ())  # RAISE
@@ -136,6 +139,7 @@ class ControlFlowGraph:
 
     def _can_raise(self, node: int, context: _Context) -> None:
         self.raises_to[node] = context.raises
+        self._raised.update(context.raises)
         for target in context.raises:
             kinds = self._finally_kinds.get(target)
             if kinds is not None:
@@ -264,18 +268,20 @@ class ControlFlowGraph:
                 breaks=entry if context.breaks is not None else None,
                 continues=entry if context.continues is not None else None,
             )
-        handlers = []
-        for handler in statement.handlers:
-            node = self._new(handler, ())
-            self._can_raise(node, inner)
-            handlers.append(node)
-        caught = any(catches_everything(h) for h in statement.handlers)
-        body_raises = tuple(handlers) + (() if caught else inner.raises)
-        ends = self._suite(statement.body, [head], inner.replace(raises=body_raises))
+        # The body raises to a dispatch node, whose successors are the handlers (made after
+        # the body: graph order stays source order) and, unless one catches everything, where
+        # the exception goes past them.
+        dispatch = self._new(None, ()) if statement.handlers else None
+        ends = self._suite(statement.body, [head], inner.replace(raises=(dispatch,)) if dispatch is not None else inner)
         if statement.orelse is not None:
             ends = self._suite(statement.orelse.body, ends, inner)
-        for handler, node in zip(statement.handlers, handlers):
+        for handler in statement.handlers:
+            node = self._new(handler, [dispatch])
+            self._can_raise(node, inner)
             ends = ends + self._suite(handler.body, [node], inner)
+        if dispatch is not None and dispatch in self._raised and not any(catches_everything(h) for h in statement.handlers):
+            for target in inner.raises:
+                self._jump(dispatch, target, "raise")
         if statement.finalbody is None:
             return ends
         normal = self._suite(statement.finalbody.body, ends, context)
