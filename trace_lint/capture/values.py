@@ -1,6 +1,7 @@
-"""Values relative to a capture region, from reaching definitions: which values are trace
-inputs (made before the region and read in it), which are made in the region, and whether
-the trace can still run after a point.
+"""Values relative to a capture region, from reaching definitions and the function's
+control-flow graph (`semantic/cfg.py`): which values are trace inputs (made before the region
+and read in it), which are made in the region, whether the trace can still run after a
+point, what runs only after the region, and whether a capture is conditional.
 
 Names, not values, were the old basis: `out = op()` before a region and `out = op();
 out.deallocate()` inside it are two values; only the first is a trace input.
