@@ -146,3 +146,60 @@ def test_a_cache_kept_in_the_instance_dict_through_a_local(lint):
         """
     )
     assert codes(lint(source)) == []
+
+
+def test_an_entry_read_from_a_local_alias_of_a_cache(lint):
+    # `cache = self.tables` aliases state; `t = cache.get(k)` names its entry, and the block
+    # fills it (flashinfer's plan uploads). A dict made in the call is no cache (line 13).
+    source = layer(
+        """\
+        cache = self.tables
+        t = cache.get(x.shape)
+        if t is None:
+            t = ttnn.from_torch(x, device=x.device())
+            cache[x.shape] = t
+        fresh = {}
+        u = fresh.get(x.shape)
+        if u is None:
+            u = ttnn.from_torch(x, device=x.device())
+            fresh[x.shape] = u
+        return ttnn.add(t, u)
+        """
+    )
+    assert codes(lint(source)) == [(13, "TRC101"), (13, "TRC301")]
+
+
+def test_the_rest_of_a_block_after_a_filled_guard(lint):
+    # `if self._w is not None: return self._w` then building and assigning `self._w`, and
+    # `if getattr(self, "_loaded", False): return` then `self._loaded = True`: the rest of
+    # the block fills state on first use (tt-bio's `_cond_weights`, `_load_kq_norm`). A guard
+    # whose block never assigns its state is no cache (line 19).
+    source = "import ttnn\n\nclass Layer:\n" + textwrap.indent(
+        textwrap.dedent(
+            """\
+            def weights(self, x):
+                if self._w is not None:
+                    return self._w
+                self._w = ttnn.from_torch(x, device=x.device())
+                return self._w
+
+            def load(self, x):
+                if getattr(self, "_loaded", False):
+                    return
+                self._loaded = True
+                self.b = ttnn.from_torch(x, device=x.device())
+
+            def unmarked(self, x):
+                if self.ready:
+                    return
+                self.c = ttnn.from_torch(x, device=x.device())
+
+            def forward(self, x):
+                self.load(x)
+                self.unmarked(x)
+                return ttnn.add(x, self.weights(x))
+            """
+        ),
+        "    ",
+    ) + CAPTURE.replace("layer, x", "layer: Layer, x")
+    assert codes(lint(source)) == [(19, "TRC101"), (19, "TRC301")]

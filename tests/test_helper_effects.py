@@ -107,3 +107,64 @@ def test_trace_region_only_for_the_fixture_whose_tests_capture():
     # tests (eager/) never capture: traced/ has its own, and `trace_runner.capture(device,
     # ...)` is no test requesting a fixture.
     assert finding_set(PROJECTS / "device_folders") == {("traced/conftest.py", 7, "TRC405")}
+
+
+def test_recursive_helpers_are_summarised_whatever_is_asked_first():
+    # `free_all` and `free_rest` call each other; the region in `scratch` asks about
+    # `free_rest` first, which used to leave `free_all` summarised as freeing nothing, so the
+    # free of the trace outputs after the end (line 23) was missed. A recursion whose paths
+    # grow (`free_chain(node.next)`) ends; what it frees is an attribute of the output, which
+    # the analysis cannot tie to a trace buffer (line 35: silent).
+    assert finding_set(PROJECTS / "recursive_frees") == {("recursive_runner.py", 23, "TRC302")}
+    alone = findings_json(PROJECTS / "recursive_frees" / "recursive_runner.py")
+    assert [(item["location"]["row"], item["code"]) for item in alone] == [(23, "TRC302")]
+
+
+def test_a_handle_made_outside_the_project_has_unknown_effects():
+    # `Tap.__call__` reaches device work only through `self._handle.enqueue`, a handle the
+    # compiled extension made (`native.make_tap(...)` or None): unknown effects, so the tap
+    # is not judged as needing a warm-up (captures.py:9). A model handed in (17), a torch
+    # module the class makes (25), or a handle that may be the caller's callable (33) is
+    # work: reported.
+    assert finding_set(PROJECTS / "opaque_handles") == {
+        ("captures.py", 17, "TRC404"),
+        ("captures.py", 25, "TRC404"),
+        ("captures.py", 33, "TRC404"),
+    }
+
+
+def test_work_a_capture_state_guard_keeps_out_needs_no_warm_up():
+    # The device work of `note` (under `if not recording():`, a helper's answer) and of
+    # `flush` (after `if capturing(): raise`) never runs while a capture records, and
+    # `stage` only allocates (`torch.empty`, still TRC301 on a host tensor) and copies into
+    # it: none needs a warm-up (graphs.py:8, 15, 22). `scale` runs `torch.relu` whatever the
+    # capture state: reported (33).
+    assert finding_set(PROJECTS / "guarded_work") == {
+        ("graphs.py", 33, "TRC404"),
+        ("recorder.py", 24, "TRC301"),
+    }
+
+
+def test_a_static_methods_first_parameter_is_no_receiver():
+    # `copy_out(source)` is a static method: `source.detach()` is a tensor's method, not
+    # a call on `self` the analysis cannot see into, and the rest allocates and copies: no
+    # warm-up needed (graphs.py:8). A static method running an op is work (15).
+    assert finding_set(PROJECTS / "static_receivers") == {("graphs.py", 15, "TRC404")}
+
+
+def test_a_begin_on_the_other_branch_is_no_nested_capture():
+    # `if pool: g.capture_begin(pool=pool) else: g.capture_begin()` begins one capture
+    # (segments.py:14 not reported). A second begin after the first (22), or on the other
+    # branch in a loop whose next turn takes it while the first records (32), is TRC406.
+    assert finding_set(PROJECTS / "branch_begins") == {
+        ("segments.py", 21, "TRC201"),
+        ("segments.py", 22, "TRC406"),
+        ("segments.py", 32, "TRC406"),
+    }
+
+
+def test_a_warm_up_over_the_same_layers_through_a_loop_variable():
+    # `for block in self.encoder.layers: block(y)` in a sibling run before the capture
+    # runs the layers `for layer in self.encoder.layers: layer(y)` calls (runner.py:19 not
+    # reported); the decoder's layers never ran (28).
+    assert finding_set(PROJECTS / "loop_warm_ups") == {("runner.py", 28, "TRC404")}

@@ -73,6 +73,19 @@ def test_capture_state_guard_before_a_region_does_not_silence_it():
     }
 
 
+def test_capture_state_guard_through_a_helper():
+    # A project helper whose every answer is a capture query's (looked up with `getattr`,
+    # through `bool(...)`, a local, another helper; `None` where it cannot tell) guards like
+    # the query itself: the sync after `if state: return` (steps.py:13), the read under
+    # `if not recording_again():` (18) and under `if trace_active(device): return` (53) are
+    # not captured work. A helper that answers something else (`torch.cuda.is_available()`,
+    # or a shape test on one path) guards nothing: lines 25 and 31 are reported.
+    assert finding_set(REACH / "capture_state_helpers") == {
+        ("steps.py", 25, "TRC103"),
+        ("steps.py", 31, "TRC103"),
+    }
+
+
 def test_graph_begin_and_end_inside_nested_try_and_with():
     # `capture_begin(pool=...)` in a `try` in a `with`, a graph taken from a dict attribute,
     # a name rebound from a `None` placeholder, and a graph made unless running eagerly

@@ -19,8 +19,10 @@ from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
+from .precedence import Claim, decide as decide_precedence
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
+from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo, ModuleInfo, Project
 from ..frameworks.region import Region
 from .. import frameworks
@@ -57,13 +59,7 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     key: Optional[cst.BaseExpression] = None
     container: Optional[cst.BaseExpression] = None
     wanted: Optional[str] = None
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) is cst.Is
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-    ):
+    if _compared_to_none(test, cst.Is) is not None:
         key = test.left
     elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         key = test.expression
@@ -102,17 +98,58 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     return False
 
 
-def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[str]:
+def _compared_to_none(test: cst.BaseExpression, operator: type) -> Optional[cst.BaseExpression]:
+    """`X is None` (operator `cst.Is`) or `X is not None` (`cst.IsNot`) -> X."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].operator) is operator
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        return test.left
+    return None
+
+
+def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> list[cst.CSTNode]:
+    """The statements after `if X is not None: return X` / `if X: return` (X state that
+    outlives the call) in the same block, when one of them assigns X: the rest of the block
+    fills the cache on first use, the mirror of `if X is None: X = ...` (empty otherwise)."""
+    if node.orelse is not None or not always_leaves(node.body):
+        return []
+    test = _compared_to_none(node.test, cst.IsNot) or node.test
+    if not isinstance(test, (cst.Name, cst.Attribute, cst.Call)) or (isinstance(test, cst.Call) and _getattr_target(test) is None):
+        return []
+    if not _outlives_the_call(test, function):
+        return []
+    wanted = _state_key(test, module)
+    siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+    if node not in siblings:
+        return []
+    rest = siblings[siblings.index(node) + 1 :]
+    for statement in rest:
+        for small in _small_statements(statement):
+            targets: list[cst.BaseExpression] = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign):
+                targets = [small.target]
+            if any(_state_key(t, module) == wanted for t in targets):
+                return rest
+    return []
+
+
+def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo, function: Optional[FunctionInfo], depth: int = 0) -> set[str]:
     """The state a local was read from, when every binding of it reaching `at` reads an
-    attribute, `getattr(...)` or global (empty otherwise)."""
-    if not isinstance(name, cst.Name) or function is None:
+    attribute, `getattr(...)` or global, or an entry of such state (empty otherwise)."""
+    if not isinstance(name, cst.Name) or function is None or depth > 3:
         return set()
     found: set[str] = set()
     for binding in function.bindings.reaching(name.value, at):
         value = binding.value
         if binding.kind != "assign" or value is None:
             return set()
-        entry = _get_entry(value, function)
+        entry = _get_entry(value, function, depth)
         if entry is not None:
             # `z = self._zeros.get(k)`: the local names the entry `self._zeros[k]`.
             found.add(f"{_state_key(entry[0], module)}[{module.normalized(entry[1])}]")
@@ -123,8 +160,9 @@ def _aliased_state(name: cst.BaseExpression, at: cst.CSTNode, module: ModuleInfo
     return found
 
 
-def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
-    """`C.get(k)` / `C.get(k, default)` on a container that outlives the call -> (C, k)."""
+def _get_entry(value: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`C.get(k)` / `C.get(k, default)` on a container that outlives the call, or on a local
+    alias of one (`cache = self.tables`) -> (C, k)."""
     if (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)
@@ -132,7 +170,10 @@ def _get_entry(value: cst.BaseExpression, function: FunctionInfo) -> Optional[tu
         and 1 <= len(value.args) <= 2
         and value.args[0].keyword is None
         and not value.args[0].star
-        and _outlives_the_call(value.func.value, function)
+        and (
+            _outlives_the_call(value.func.value, function)
+            or _aliased_state(value.func.value, value, function.module, function, depth + 1)
+        )
     ):
         return value.func.value, value.args[0].value
     return None
@@ -201,8 +242,8 @@ def first_use_flags(
     nodes: Sequence[cst.CSTNode],
     capture_anchors: Sequence[cst.CSTNode] = (),
     function: Optional[FunctionInfo] = None,
-    qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
     region: Optional[Region] = None,
+    guarded_by: Optional[Callable[[cst.If], set[int]]] = None,
 ) -> dict[int, bool]:
     """For each node (in pre-order): is it in a first-use cache block? The `if` itself, its
     test and body are; its `else`/`elif` runs at capture. An `if` holding one of the
@@ -231,25 +272,23 @@ def first_use_flags(
     # Code that never runs while a capture records: under `if not capturing():`, in the
     # `else` of `if capturing():`, and after `if capturing(): raise` in the same block.
     uncaptured: set[int] = set()
-    queries = frameworks.capture_queries()
+    # Filled on first use: what follows `if self._w is not None: return self._w` when it
+    # assigns `self._w` (unless it holds a capture).
+    filled: set[int] = set()
     for node in nodes:
-        if type(node) is cst.If and qualify is not None and (region is None or region.contains(node)):
-            sense = _capture_test(node.test, qualify, queries)
-            if sense is False:
-                uncaptured.add(id(node.body))
-            elif sense is True:
-                if node.orelse is not None:
-                    uncaptured.add(id(node.orelse))
-                if function is not None:
-                    # What runs only after the test was false (`if capturing(): return`).
-                    uncaptured.update(id(s) for s in function.cfg.only_through_branch(node, False))
+        if type(node) is cst.If and guarded_by is not None and (region is None or region.contains(node)):
+            uncaptured |= guarded_by(node)
+        if type(node) is cst.If and region is None:
+            rest = filled_after_guard(node, module, function)
+            if rest and not any(holds_capture(statement) for statement in rest):
+                filled.update(id(statement) for statement in rest)
     for node in nodes:
         parent = parents.get(id(node))
         inherited = flags.get(id(parent), False) if parent is not None else False
         if type(parent) is cst.If and cache_ifs.get(id(parent)) and node is parent.orelse:
             grand = parents.get(id(parent))
             inherited = flags.get(id(grand), False) if grand is not None else False
-        if id(node) in uncaptured:
+        if id(node) in uncaptured or id(node) in filled:
             inherited = True
         if type(node) is cst.If:
             cache_ifs[id(node)] = is_first_use_cache(node, module, function) and not holds_capture(node)
@@ -259,21 +298,11 @@ def first_use_flags(
     return flags
 
 
-def _capture_test(test: cst.BaseExpression, qualify, queries: frozenset[str]) -> Optional[bool]:
-    """True for `capturing()`, False for `not capturing()`, None for any other test."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _capture_test(test.expression, qualify, queries)
-        return None if inner is None else not inner
-    if isinstance(test, cst.Call) and qualify(test.func) in queries:
-        return True
-    return None
-
-
 def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None) -> None:
     """Dispatch every node of one unit of captured code to the rules, in source order."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
-    flags = first_use_flags(module, nodes, capture_anchors, function, context.qualified_name, region)
+    flags = first_use_flags(module, nodes, capture_anchors, function, region, lambda node: context.facts.guarded_by(node, module, function))
     for node in nodes:
         if region is not None and not region.contains(node):
             continue
@@ -294,6 +323,13 @@ class Engine:
         self.project = project
         self.settings = settings
         self.rule_classes = list(rules)
+        self.reported_codes = {rule.code for rule in self.rule_classes}
+        # A rule that wins over a requested one runs too: what it covers is never the loser's.
+        for rule in list(self.rule_classes):
+            for winner in getattr(rule, "overruled_by", ()):
+                if winner not in self.rule_classes:
+                    self.rule_classes.append(winner)
+        self.claims: list[Claim] = []
         self.resolver = CallResolver(project)
         self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
@@ -301,7 +337,7 @@ class Engine:
         # Which parameters of captured functions hold objects the capture made.
         self.origins = CaptureTimeObjects(self.resolver)
         # What functions do, summarised once for every rule.
-        self.effects = Effects(self.resolver)
+        self.effects = Effects(self.resolver, frameworks.capture_queries())
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._chain_of_current: list[list[Related]] = []
@@ -345,12 +381,15 @@ class Engine:
             return frozenset()
         return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
-    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None, chain=None) -> None:
+    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None, chain=None, covers=None) -> None:
         assert module is not None
         try:
             code_range = module.range(node)
         except KeyError:
             return
+        if covers is not None and covers in module.positions:
+            span = module.range(covers)
+            self.claims.append(Claim(rule.code, module.display_path, (span.start.line, span.start.column), (span.end.line, span.end.column)))
         location = Location(code_range.start.line, code_range.start.column + 1)
         end = Location(code_range.end.line, code_range.end.column + 1)
         key = (module.display_path, location.row, location.column, rule.code)
@@ -460,7 +499,7 @@ class Engine:
                 self._guarded(region.module, lambda rule=rule, region=region: rule.check_region(region))
         for rule in self.rules:
             self._guarded(None, lambda rule=rule: rule.check_project())
-        return list(self.findings.values())
+        return decide_precedence(self.findings.values(), self.claims, self.reported_codes)
 
     def _guarded(self, module: Optional[ModuleInfo], action) -> None:
         try:

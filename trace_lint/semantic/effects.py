@@ -16,13 +16,14 @@ into preallocated buffers, free, alias or read host metadata (RULES.md "Summarie
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
 from ..core.api_tables import tables
-from .calls import CallResolver, Target
+from .calls import CallResolver, Target, has_decorator
 from .project import FunctionInfo
-from .summaries import Summaries
+from .summaries import Summaries, target_elements
 
 _FRAMEWORKS = ("ttnn.", "torch.")
 # How many frames down a summary follows calls.
@@ -30,12 +31,12 @@ _DEPTH = 8
 
 
 class Effects:
-    def __init__(self, resolver: CallResolver):
+    def __init__(self, resolver: CallResolver, capture_queries: frozenset[str] = frozenset()):
         self.resolver = resolver
         self.project = resolver.project
         self._device: dict[tuple[int, int], bool] = {}
         self._reads: dict[tuple[int, str], bool] = {}
-        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program)
+        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program, capture_queries)
 
     def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
         key = (id(function), parameter)
@@ -56,7 +57,11 @@ class Effects:
         if depth > _DEPTH:
             return True  # too deep to know: assume it may
         self._device[key] = False  # a cycle adds nothing
-        found = any(self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function))
+        # Work a capture-state guard keeps out of every capture needs no warm-up.
+        runs = self.summaries.runs_while_capturing
+        found = any(
+            self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function) if runs(call, target.function)
+        )
         self._device[key] = found
         return found
 
@@ -107,24 +112,47 @@ class Effects:
         if cls is None:
             return False
         seen = False
-        for method in cls.methods.values():
-            receiver = method.params[0] if method.params else None
-            for node in method.nodes:
-                if not isinstance(node, cst.Assign):
-                    continue
-                for target in node.targets:
-                    t = target.target
-                    if not (isinstance(t, cst.Attribute) and t.attr.value == attribute and isinstance(t.value, cst.Name) and t.value.value == receiver):
-                        continue
-                    if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
-                        return False
-                    for element in node.value.elements:
-                        value = element.value
-                        name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
-                        if name is None or not name.startswith(_FRAMEWORKS):
-                            return False
-                    seen = True
+        for method, node, whole in _attribute_stores(cls, attribute):
+            if not (isinstance(node, cst.Assign) and whole):
+                continue
+            if not isinstance(node.value, (cst.Tuple, cst.List)) or not node.value.elements:
+                return False
+            for element in node.value.elements:
+                value = element.value
+                name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
+                if name is None or not name.startswith(_FRAMEWORKS):
+                    return False
+            seen = True
         return seen
+
+    def made_outside(self, function: FunctionInfo, attribute: str) -> bool:
+        """Every `self.<attribute> = ...` in the methods of the function's class assigns
+        `None` or what a call outside the project returns (`native.make_tap(name)` on the
+        compiled extension a loader returned): no parameter, project class or framework object
+        fills it, so its methods' effects are unknown and nothing is assumed of them."""
+        cls = function.cls
+        if cls is None:
+            return False
+        seen = False
+        for method, node, whole in _attribute_stores(cls, attribute):
+            if isinstance(node, cst.AugAssign) or not whole:
+                return False  # updated, or unpacked from a tuple: not one call's result
+            if not self._outside_value(node.value, method):
+                return False
+            seen = True
+        return seen
+
+    def _outside_value(self, value: Optional[cst.BaseExpression], method: FunctionInfo) -> bool:
+        if value is None:
+            return True  # `self._handle: Any` declares, assigns nothing
+        if isinstance(value, cst.Name) and value.value == "None":
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        name = self.project.qualified_name(value.func, method.module, method)
+        if name is not None and (name.startswith(_FRAMEWORKS) or self.project.lookup(name) is not None):
+            return False
+        return not self.resolver.resolve_all(value, method)
 
     def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call of something the analysis cannot see into that is user code: a local or
@@ -136,11 +164,34 @@ class Effects:
             root: cst.BaseExpression = func
             while isinstance(root, cst.Attribute):
                 root = root.value
-            receiver = function.params[0] if function.cls is not None and function.params else None
+            receiver = function.params[0] if function.cls is not None and function.params and not has_decorator(function, "staticmethod") else None
             python = tables().python
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
-            return isinstance(root, cst.Name) and root.value == receiver and not host
+            if not (isinstance(root, cst.Name) and root.value == receiver) or host:
+                return False
+            first = func
+            while isinstance(first.value, cst.Attribute):
+                first = first.value
+            return not self.made_outside(function, first.attr.value)
         return isinstance(func, cst.Subscript)
+
+
+def _attribute_stores(cls, attribute: str):
+    """Each statement of the class's methods that assigns `self.<attribute>`: (method,
+    statement, whether the attribute is the whole target rather than part of a tuple)."""
+    for method in cls.methods.values():
+        receiver = method.params[0] if method.params else None
+        for node in method.nodes:
+            if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                if any(_is_attribute_of(e, receiver, attribute) for e in target_elements(target)):
+                    yield method, node, _is_attribute_of(target, receiver, attribute)
+
+
+def _is_attribute_of(expr: cst.BaseExpression, receiver: Optional[str], attribute: str) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == attribute and isinstance(expr.value, cst.Name) and expr.value.value == receiver
 
 
 def _mentions(text: str, name: str) -> bool:

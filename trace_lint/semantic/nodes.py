@@ -21,3 +21,13 @@ def call_arguments(call: cst.Call) -> tuple[list[cst.BaseExpression], dict[str, 
 def path_to(function: FunctionInfo, target: cst.CSTNode) -> list[cst.CSTNode]:
     """The ancestors of `target` inside the function, outermost first."""
     return function.module.ancestors(target, stop=function.node)
+
+
+def always_leaves(body: cst.BaseSuite) -> bool:
+    """The block ends in `raise` or `return` on every path (a plain last statement)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not statements:
+        return False
+    last = statements[-1]
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    return bool(smalls) and isinstance(smalls[-1], (cst.Raise, cst.Return))

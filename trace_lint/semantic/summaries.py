@@ -1,14 +1,18 @@
 """Per-function summaries: what a call does to what it is handed (RULES.md "Summaries").
 
-Each summary is computed from the function's resolved body, transitively through the calls
-the resolver can pin, and never from names or text:
+Each summary is computed from the function's resolved body and its callees' summaries (the
+calls the resolver can pin), a fixed point over the call graph with recursion included
+(`FixedPoint`), never from names or text:
 
 - `frees(function)`: the parameters it frees, or elements or attributes of them
   (`def deallocate_outputs(outs): for t in outs: ttnn.deallocate(t)` frees `outs[]`), each
   with the steps down to the free;
 - `stores(function)`: the attributes of its parameters it assigns (`self.out = ...`);
 - `runs(function)`: the calls it makes, as paths from its parameters (`self.model[].decode`)
-  and as the project functions reached (`fn:module.qualname`), any number of frames down.
+  and as the project functions reached (`fn:module.qualname`), any number of frames down;
+- `returns_capture_state(function, queries)`: every value it returns is a capture query's
+  answer (`torch.cuda.is_current_stream_capturing()`), so a test on its result is a
+  capture-state guard (RULES.md "Capture-state guards").
 
 A path is a parameter name followed by attributes and `[]` for an element
 (`runner.out`, `outs[]`). At a call site, a callee's paths are moved into the caller's frame
@@ -24,13 +28,18 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from ..core.api_tables import tables
+from .nodes import always_leaves
 from .project import FunctionInfo, ModuleInfo
 
 if TYPE_CHECKING:
     from .calls import CallResolver, Target
 
-# How many frames down a summary follows calls.
-_DEPTH = 8
+# How many bindings and wrappers (`bool(...)`) a capture-state answer is followed through
+# within one function.
+_BINDINGS_FOLLOWED = 8
+# The longest path a summary follows (attributes and elements after the parameter): a
+# recursion that walks `x.next` would otherwise grow paths without end.
+_LONGEST_PATH = 16
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,10 @@ def path_of(expr: cst.BaseExpression, function: Optional[FunctionInfo] = None, d
         return f"{base}.{expr.attr.value}" if base is not None else None
     if isinstance(expr, cst.Subscript):
         base = path_of(expr.value, function, depth)
-        return f"{base}[]" if base is not None else None
+        if base is None:
+            return None
+        # A slice holds the container's own elements (`outs[1:]`); an index names one.
+        return base if all(isinstance(element.slice, cst.Slice) for element in expr.slice) else f"{base}[]"
     return None
 
 
@@ -108,20 +120,112 @@ def container_of(path: str) -> str:
     return path
 
 
+class FixedPoint:
+    """Values of a monotone equation per key (a function's summary from its own body and
+    its callees' summaries), solved over the call graph as it is discovered: strongly
+    connected components (recursion) are iterated until nothing changes, so a value never
+    depends on which function was asked about first (Tarjan's order, on demand)."""
+
+    def __init__(self, compute: Callable[[object], object], bottom):
+        self._compute = compute  # key -> value, asking `get` for what it depends on
+        self._bottom = bottom
+        self.values: dict = {}
+        self._done: set = set()
+        self._index: dict = {}
+        self._low: dict = {}
+        self._stack: list = []
+        self._frames: list = []
+        self._looped: set = set()
+        self._subjects: dict = {}
+
+    @property
+    def busy(self) -> bool:
+        """Inside a solve: values read now may still grow."""
+        return bool(self._frames)
+
+    def get(self, key, subject):
+        """The value of `key` (`subject`: what `compute` is handed for it)."""
+        if key in self._done:
+            return self.values[key]
+        if key in self._index:
+            # On the stack: recursion. Its value so far; the component is iterated.
+            if self._frames:
+                caller = self._frames[-1]
+                self._low[caller] = min(self._low[caller], self._index[key])
+            self._looped.add(key)
+            return self.values[key]
+        self._index[key] = self._low[key] = len(self._index)
+        self._stack.append(key)
+        self._subjects[key] = subject
+        self.values[key] = self._bottom
+        self._frames.append(key)
+        try:
+            self.values[key] = self._compute(subject)
+        except BaseException:
+            # Too deep to analyse (the engine reports it): nothing of this solve is kept.
+            while self._stack:
+                member = self._stack.pop()
+                for table in (self._index, self._low, self._subjects, self.values):
+                    table.pop(member, None)
+                if member == key:
+                    break
+            raise
+        finally:
+            self._frames.pop()
+        if self._frames:
+            caller = self._frames[-1]
+            self._low[caller] = min(self._low[caller], self._low[key])
+        if self._low[key] == self._index[key]:
+            members = []
+            while True:
+                member = self._stack.pop()
+                members.append((member, self._subjects.pop(member)))
+                if member == key:
+                    break
+            if any(member in self._looped for member, _ in members):
+                self._frames.append(key)  # reads of members return their current values
+                try:
+                    changed = True
+                    while changed:
+                        changed = False
+                        for member, member_subject in members:
+                            value = self._compute(member_subject)
+                            if value != self.values[member]:
+                                self.values[member] = value
+                                changed = True
+                finally:
+                    self._frames.pop()
+            for member, _ in members:
+                self._done.add(member)
+                del self._index[member]
+                self._low.pop(member, None)
+        return self.values[key]
+
+
 class Summaries:
-    def __init__(self, resolver: "CallResolver", user_callable: Callable[[cst.Call, FunctionInfo], bool], launches: Callable[[cst.Call, FunctionInfo], bool]):
+    def __init__(
+        self,
+        resolver: "CallResolver",
+        user_callable: Callable[[cst.Call, FunctionInfo], bool],
+        launches: Callable[[cst.Call, FunctionInfo], bool],
+        capture_queries: frozenset[str] = frozenset(),
+    ):
         self.resolver = resolver
+        # The framework functions that answer whether a capture is being recorded.
+        self.capture_queries = capture_queries
         self.project = resolver.project
         # A call of something unresolved that is user code (`self.model(x)`, `step()`), and a
         # framework call that launches a device program: the two kinds of work to warm up.
         self._user_callable = user_callable
         self._launches = launches
-        self._work: dict[tuple[int, int], frozenset[str]] = {}
-        # Per call site (the call nodes live as long as the run's parsed modules).
+        self._frees = FixedPoint(lambda function: self._own_frees(function), ())
+        self._stores = FixedPoint(lambda function: self._own_stores(function), frozenset())
+        self._runs = FixedPoint(lambda subject: self._own_runs(*subject), frozenset())
+        self._work = FixedPoint(lambda subject: self._own_work(*subject), frozenset())
+        # Per call site (the call nodes live as long as the run's parsed modules), once solved.
         self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
-        self._frees: dict[int, tuple[Freed, ...]] = {}
-        self._stores: dict[int, frozenset[str]] = {}
-        self._runs: dict[tuple[int, int], frozenset[str]] = {}
+        self._capture_state = FixedPoint(lambda function: self._own_capture_state(function), False)
+        self._uncaptured: dict[int, frozenset[int]] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -129,7 +233,7 @@ class Summaries:
 
     def to_caller(self, path: str, call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> Optional[str]:
         """The callee's path in the caller's frame, or None when the call does not fill its
-        parameter."""
+        parameter (or the path grows past what a summary follows: recursion on `x.next`)."""
         root = root_of(path)
         if root not in callee.params:
             return None
@@ -147,19 +251,20 @@ class Summaries:
             base = path_of(arguments[root], caller)
         else:
             return None
-        return None if base is None else base + path[len(root):]
+        if base is None:
+            return None
+        moved = base + path[len(root):]
+        return moved if moved.count(".") + moved.count("[") <= _LONGEST_PATH else None
 
     # -- frees -------------------------------------------------------------------------------
-    def frees(self, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
-        """What the function frees of its parameters, transitively."""
-        key = id(function)
-        if key in self._frees:
-            return self._frees[key]
-        if depth > _DEPTH:
-            return ()
-        self._frees[key] = ()  # a cycle frees nothing more
+    def frees(self, function: FunctionInfo) -> tuple[Freed, ...]:
+        """What the function frees of its parameters, any number of frames down: one free
+        per path, the first in source order."""
+        return self._frees.get(id(function), function)
+
+    def _own_frees(self, function: FunctionInfo) -> tuple[Freed, ...]:
         parameters = set(function.params)
-        found: list[Freed] = []
+        found: dict[str, Freed] = {}
         for node in function.nodes:
             if type(node) is not cst.Call:
                 continue
@@ -167,15 +272,14 @@ class Summaries:
             if direct is not None:
                 path = path_of(direct, function)
                 if path is not None and root_of(path) in parameters:
-                    found.append(Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
+                    found.setdefault(path, Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
                 continue
-            for freed in self.call_frees(node, function, depth + 1):
+            for freed in self.call_frees(node, function):
                 if root_of(freed.path) in parameters:
-                    found.append(freed)
-        result = self._frees[key] = tuple(found)
-        return result
+                    found.setdefault(freed.path, freed)
+        return tuple(found.values())
 
-    def call_frees(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
+    def call_frees(self, call: cst.Call, function: FunctionInfo) -> tuple[Freed, ...]:
         """The frees a call of a project function makes, as paths of the caller's frame (a
         call that can run several functions frees only what each of them frees)."""
         targets = self._sole_targets(call, function)
@@ -183,7 +287,7 @@ class Summaries:
             return ()
         callee = targets[0].function
         out = []
-        for freed in self.frees(callee, depth):
+        for freed in self.frees(callee):
             path = self.to_caller(freed.path, call, function, callee)
             if path is not None:
                 step = Step(function.module, call, f"`{function.qualname}` calls `{callee.qualname}`")
@@ -202,77 +306,71 @@ class Summaries:
         return None
 
     # -- stores ------------------------------------------------------------------------------
-    def stores(self, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
-        """Attributes of its parameters the function assigns, transitively."""
-        key = id(function)
-        if key in self._stores:
-            return self._stores[key]
-        if depth > _DEPTH:
-            return frozenset()
-        self._stores[key] = frozenset()
+    def stores(self, function: FunctionInfo) -> frozenset[str]:
+        """Attributes of its parameters the function assigns, any number of frames down."""
+        return self._stores.get(id(function), function)
+
+    def _own_stores(self, function: FunctionInfo) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
         for node in function.nodes:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
-                    for element in _elements(target):
+                    for element in target_elements(target):
                         if isinstance(element, cst.Attribute):
                             path = path_of(element)
                             if path is not None and root_of(path) in parameters:
                                 found.add(path)
             elif type(node) is cst.Call:
-                found |= {p for p in self.call_stores(node, function, depth + 1) if root_of(p) in parameters}
-        result = self._stores[key] = frozenset(found)
-        return result
+                found |= {p for p in self.call_stores(node, function) if root_of(p) in parameters}
+        return frozenset(found)
 
-    def call_stores(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
+    def call_stores(self, call: cst.Call, function: FunctionInfo) -> frozenset[str]:
         """The attributes a call assigns, as paths of the caller's frame."""
         out: set[str] = set()
         for target in self._sole_targets(call, function):
-            for path in self.stores(target.function, depth):
+            for path in self.stores(target.function):
                 moved = self.to_caller(path, call, function, target.function)
                 if moved is not None:
                     out.add(moved)
         return frozenset(out)
 
     # -- runs --------------------------------------------------------------------------------
-    def runs(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def runs(self, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The calls the function makes, any number of frames down: paths from its
         parameters (`self.model[].decode`) and the project functions reached (`fn:...`);
         `self_class`: the class of `self` in it, where known."""
-        key = (id(function), id(self_class))
-        if key in self._runs:
-            return self._runs[key]
-        if depth > _DEPTH:
-            return frozenset()
-        self._runs[key] = frozenset()
+        return self._runs.get((id(function), id(self_class)), (function, self_class))
+
+    def _own_runs(self, function: FunctionInfo, self_class) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
         for node in function.nodes:
             if type(node) is cst.Call:
-                found |= {r for r in self.call_runs(node, function, self_class, depth + 1) if r.startswith("fn:") or root_of(r) in parameters}
-        result = self._runs[key] = frozenset(found)
-        return result
+                found |= {r for r in self.call_runs(node, function, self_class) if r.startswith("fn:") or root_of(r) in parameters}
+        return frozenset(found)
 
-    def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """What a call runs, in the caller's frame: its own callee's path, the functions it
         reaches and what they run."""
         key = (id(call), id(self_class))
         found = self._call_runs.get(key)
         if found is None:
-            found = self._call_runs[key] = self._moved_runs(call, function, self_class, depth)
+            found = self._moved_runs(call, function, self_class)
+            if not self._runs.busy:
+                self._call_runs[key] = found
         return found
 
-    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class, depth: int) -> frozenset[str]:
+    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class) -> frozenset[str]:
         out: set[str] = set()
-        own = path_of(call.func)
+        own = path_of(call.func, function)
         if own is not None:
             out.add(own)
         for target in self.resolver.resolve_all(call, function, self_class):
             callee = target.function
             out.add(function_key(callee))
-            for run in self.runs(callee, target.self_class, depth):
+            for run in self.runs(callee, target.self_class):
                 if run.startswith("fn:"):
                     out.add(run)
                     continue
@@ -281,41 +379,37 @@ class Summaries:
                     out.add(moved)
         return frozenset(out)
 
-    def work(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def work(self, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The work a call of the function must have run before for its programs to be
         compiled: the function itself where it launches a framework program, and the user
         callables it calls that the analysis cannot see into (paths from its parameters),
         any number of frames down."""
-        key = (id(function), id(self_class))
-        if key in self._work:
-            return self._work[key]
-        if depth > _DEPTH:
-            return frozenset({"\0"})  # too deep to know: never matched
-        self._work[key] = frozenset()
+        return self._work.get((id(function), id(self_class)), (function, self_class))
+
+    def _own_work(self, function: FunctionInfo, self_class) -> frozenset[str]:
         found: set[str] = set()
         for node in function.nodes:
-            if type(node) is not cst.Call:
+            if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
                 continue
             if self.resolver.resolve_all(node, function, self_class):
-                found |= self.call_work(node, function, self_class, depth + 1)
+                found |= self.call_work(node, function, self_class)
             elif self._launches(node, function):
                 found.add(function_key(function))
             elif self._user_callable(node, function):
-                path = path_of(node.func)
+                path = path_of(node.func, function)
                 found.add(path if path is not None and root_of(path) in function.params else "\0")
-        result = self._work[key] = frozenset(found)
-        return result
+        return frozenset(found)
 
-    def call_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def call_work(self, call: cst.Call, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The work a call does, in the caller's frame (see `work`); an unresolved call is
         its own callee's path."""
         targets = self.resolver.resolve_all(call, function, self_class)
         if not targets:
-            path = path_of(call.func)
+            path = path_of(call.func, function)
             return frozenset({path}) if path is not None else frozenset({"\0"})
         out: set[str] = set()
         for target in targets:
-            out |= self.move_up(self.work(target.function, target.self_class, depth), call, function, target.function)
+            out |= self.move_up(self.work(target.function, target.self_class), call, function, target.function)
         return frozenset(out)
 
     def move_up(self, paths: frozenset[str], call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> frozenset[str]:
@@ -331,16 +425,137 @@ class Summaries:
         return frozenset(out)
 
 
+    # -- capture state -----------------------------------------------------------------------
+    def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:
+        """True for a test that holds while a capture records (`capturing()`, a local or a
+        project helper's call holding its answer), False for its negation, None otherwise."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.capture_test(test.expression, module, function)
+            return None if inner is None else not inner
+        if isinstance(test, cst.Call) and self.project.qualified_name(test.func, module, function) in self.capture_queries:
+            return True
+        if function is not None and isinstance(test, (cst.Call, cst.Name)) and self.answers_capture_state(test, function):
+            return True
+        return None
+
+    def uncaptured(self, function: FunctionInfo) -> frozenset[int]:
+        """The blocks and statements of the function that never run while a capture records:
+        the body of `if not capturing():`, the `else` of `if capturing():`, and what follows
+        `if capturing(): return`/`raise` in the same block (RULES.md "Capture-state guards")."""
+        key = id(function)
+        found = self._uncaptured.get(key)
+        if found is not None:
+            return found
+        marks: set[int] = set()
+        if self.capture_queries:
+            for node in function.nodes:
+                if type(node) is cst.If:
+                    marks |= self.guarded_by(node, function.module, function)
+        found = self._uncaptured[key] = frozenset(marks)
+        return found
+
+    def guarded_by(self, node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo]) -> set[int]:
+        """What one `if` keeps from running while a capture records (see `uncaptured`)."""
+        sense = self.capture_test(node.test, module, function)
+        if sense is False:
+            return {id(node.body)}
+        if sense is not True:
+            return set()
+        if node.orelse is not None:
+            return {id(node.orelse)}
+        if function is not None:
+            # What runs only after the test was false (`if capturing(): return`, or branches
+            # that all return or raise): a graph query.
+            return {id(s) for s in function.cfg.only_through_branch(node, False)}
+        if not always_leaves(node.body):
+            return set()
+        siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+        return {id(s) for s in siblings[siblings.index(node) + 1 :]} if node in siblings else set()
+
+    def runs_while_capturing(self, node: cst.CSTNode, function: FunctionInfo) -> bool:
+        """The node can run while a capture records: no capture-state guard keeps it out."""
+        marks = self.uncaptured(function)
+        if not marks:
+            return True
+        parents = function.module.parents
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not function.node:
+            if id(current) in marks:
+                return False
+            current = parents.get(id(current))
+        return True
+
+    def answers_capture_state(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> bool:
+        """Is the expression's value whether a capture is being recorded: a query's call (the
+        query named, or a local bound to it, also through `getattr(torch.cuda, "name", None)`),
+        `bool(...)` of one, a local every reaching binding of which holds one, or a call of
+        project functions that each return one?"""
+        if depth > _BINDINGS_FOLLOWED:
+            return False
+        queries = self.capture_queries
+        if isinstance(expr, cst.Call):
+            name = self.project.qualified_name(expr.func, function.module, function)
+            if name in queries:
+                return True
+            if name == "bool" and len(expr.args) == 1 and not expr.args[0].star:
+                return self.answers_capture_state(expr.args[0].value, function, depth + 1)
+            if isinstance(expr.func, cst.Name) and function.bindings.binds(expr.func.value):
+                reaching = function.bindings.reaching(expr.func.value, expr.func)
+                return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function) for b in reaching)
+            targets = self.resolver.resolve_all(expr, function)
+            return bool(targets) and all(self.returns_capture_state(t.function) for t in targets)
+        if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
+            reaching = function.bindings.reaching(expr.value, expr)
+            return bool(reaching) and all(
+                b.kind in ("assign", "annassign", "walrus") and b.value is not None and self.answers_capture_state(b.value, function, depth + 1)
+                for b in reaching
+            )
+        return False
+
+    def _names_query(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        """`torch.cuda.is_current_stream_capturing`, or `getattr(torch.cuda, "is_current_stream_capturing"[, default])`."""
+        qualify = lambda e: self.project.qualified_name(e, function.module, function)  # noqa: E731
+        if qualify(expr) in self.capture_queries:
+            return True
+        if isinstance(expr, cst.Call) and qualify(expr.func) == "getattr" and len(expr.args) in (2, 3):
+            owner, attribute = expr.args[0].value, expr.args[1].value
+            if isinstance(attribute, cst.SimpleString) and not any(a.star for a in expr.args):
+                base = qualify(owner)
+                return base is not None and f"{base}.{attribute.evaluated_value}" in self.capture_queries
+        return False
+
+    def returns_capture_state(self, function: FunctionInfo) -> bool:
+        """Every value the function returns answers whether a capture is recording, on at
+        least one path; `None`, `True` or `False` returned where it does not ask (the query
+        missing or failing) are its own answers. A recursion answers only through a path
+        that asks (the fixed point starts from "no")."""
+        return self._capture_state.get(id(function), function)
+
+    def _own_capture_state(self, function: FunctionInfo) -> bool:
+        asks = False
+        answers = function.node.asynchronous is None and not any(type(n) is cst.Yield for n in function.nodes)
+        for node in function.nodes if answers else ():
+            if type(node) is not cst.Return or node.value is None:
+                continue
+            if isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
+                continue
+            if not self.answers_capture_state(node.value, function):
+                answers = False
+                break
+            asks = True
+        return answers and asks
+
+
 def function_key(function: FunctionInfo) -> str:
     return f"fn:{function.full_name}"
 
 
-def _elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+def target_elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         out = []
         for element in target.elements:
-            out.extend(_elements(element.value))
+            out.extend(target_elements(element.value))
         return out
     if isinstance(target, cst.StarredElement):
-        return _elements(target.value)
+        return target_elements(target.value)
     return [target]
