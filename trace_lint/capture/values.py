@@ -1,6 +1,7 @@
-"""Values relative to a capture region, from reaching definitions: which values are trace
-inputs (made before the region and read in it), which are made in the region, and whether
-the trace can still run after a point.
+"""Values relative to a capture region, from reaching definitions and the function's
+control-flow graph (`semantic/cfg.py`): which values are trace inputs (made before the region
+and read in it), which are made in the region, whether the trace can still run after a
+point, what runs only after the region, and whether a capture is conditional.
 
 Names, not values, were the old basis: `out = op()` before a region and `out = op();
 out.deallocate()` inside it are two values; only the first is a trace input.
@@ -16,7 +17,7 @@ from ..frontend.syntax_walk import preorder
 from ..semantic.bindings import Binding
 from ..semantic.dataflow import accesses
 from ..frameworks.region import Region
-from ..semantic.nodes import always_leaves, call_arguments
+from ..semantic.nodes import call_arguments
 from ..semantic.project import FunctionInfo
 
 
@@ -142,79 +143,60 @@ def assigned_value(statement: Optional[cst.CSTNode]) -> Optional[cst.BaseExpress
     return None
 
 
-def executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call) -> bool:
-    """The execute can run after the statement: later on a path from it (not on the other
-    branch of an `if`), or in a loop after the region holding both (its next turn)."""
-    module = region.module
-    for loop in loops(region.function):
-        if module.start(loop) >= region.stop and within(module, statement, loop) and within(module, execute, loop):
-            return True
-    return module.start(execute) >= module.end(statement) and not exclusive(region.function, statement, execute)
-
-
-def exclusive(function: FunctionInfo, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    """The two nodes are on different branches of one `if` (or of a conditional expression):
-    no run of the function passes through both, loops aside."""
-    module = function.module
-    outer_a = module.ancestors(a, stop=function.node)
-    outer_b = module.ancestors(b, stop=function.node)
-    shared = 0
-    while shared < min(len(outer_a), len(outer_b)) and outer_a[shared] is outer_b[shared]:
-        shared += 1
-    if shared == 0:
-        return False
-    common = outer_a[shared - 1]
-    branch_a = outer_a[shared] if shared < len(outer_a) else a
-    branch_b = outer_b[shared] if shared < len(outer_b) else b
-    if isinstance(common, cst.If):
-        return _branch(common, branch_a) != _branch(common, branch_b)
-    if isinstance(common, cst.IfExp):
-        sides = {id(common.body): "body", id(common.orelse): "orelse"}
-        return sides.get(id(branch_a)) is not None and sides.get(id(branch_b)) is not None and sides[id(branch_a)] != sides[id(branch_b)]
-    if isinstance(common, cst.Else):
-        return False
-    return False
-
-
-def _branch(node: cst.If, child: cst.CSTNode) -> str:
-    if child is node.body:
-        return "body"
-    if child is node.orelse:
-        return "orelse"
-    return "test"
+def executed_after(region: Region, statement: cst.CSTNode, execute: cst.Call, avoiding: tuple = ()) -> bool:
+    """The execute can run after the statement on some path of the function that does not
+    capture again first (a loop around the region re-records before its next replay), nor
+    pass the statements `avoiding`: later on a path from it, or in a later turn of a loop
+    holding both."""
+    return region.function.cfg.runs_before(statement, execute, avoiding=(region.begin, *avoiding))
 
 
 def runs_after_region(region: Region, node: cst.CSTNode) -> bool:
-    """The node runs only after the region on any run of its function: later in the text,
-    not in a loop holding the region too (an earlier turn runs before the next capture), and
-    not on the other branch of an `if` from it (another path)."""
-    module = region.module
-    if module.start(node) < region.stop:
+    """The node runs only after the region on any run of its function: every path to it
+    passes the begin, and none goes on from it to the begin (a loop holding both runs it
+    before the next capture); a node on a path that skips the capture runs on another path."""
+    if region.contains(node):
         return False
-    for loop in loops(region.function):
-        if within(module, node, loop) and within(module, region.begin, loop):
-            return False
-    return not exclusive(region.function, region.begin, node) and not reached_around(region.function, region.begin, node)
+    return region.function.cfg.runs_only_after(region.begin, node)
 
 
 def reached_around(function: FunctionInfo, site: cst.CSTNode, node: cst.CSTNode) -> bool:
     """Some run of the function reaches the node without passing through the site (a
-    capture's begin, a capture helper's call): the site sits under an `if` that does not hold
-    the node (its test can be false: "first call eager, second call captured" with the eager
-    run written below), or in a block that always returns or raises and does not hold it."""
-    module = function.module
-    node_ancestors = {id(a) for a in module.ancestors(node, stop=function.node)}
-    for block in module.ancestors(site, stop=function.node):
-        if id(block) in node_ancestors:
+    capture's begin, a capture helper's call): "first call eager, second call captured" with
+    the eager run written below, or the site in a branch that returns."""
+    return function.cfg.reached_without(node, [site])
+
+
+def capture_condition(region: Region) -> list[cst.If]:
+    """The `if` statements of the function testing the condition the begin runs under
+    (`tid = begin(...) if capture else None`, `if capture: tid = begin(...)`): on the
+    capturing path they take their true branch."""
+    module, function = region.module, region.function
+    test = None
+    path = [*module.ancestors(region.begin, stop=function.node), region.begin]
+    for outer, inner in zip(path, path[1:]):
+        if isinstance(outer, cst.IfExp) and inner is outer.body:
+            test = outer.test
+        elif isinstance(outer, cst.If) and inner is outer.body:
+            test = outer.test
+    if test is None:
+        return []
+    text = module.normalized(test)
+    return [n for n in function.nodes if type(n) is cst.If and module.normalized(n.test) == text]
+
+
+def conditional_capture(region: Region) -> bool:
+    """`tid = begin(...) if capture else None`, or a begin that the region's statements can
+    be reached without (`if capture: tid = begin(...)` ... `if capture: end(...)`): the same
+    statements run eagerly when the condition is false."""
+    module, function = region.module, region.function
+    if any(isinstance(a, cst.IfExp) for a in module.ancestors(region.begin, stop=function.node)):
+        return True
+    graph = function.cfg
+    begin = graph.statement_of(region.begin)
+    for item in graph.items:
+        if item is None or item is begin:
             continue
-        if isinstance(block, cst.If) or (isinstance(block, cst.IndentedBlock) and always_leaves(block)):
+        if region.contains(item) and graph.reached_without(item, [region.begin]):
             return True
     return False
-
-
-def within(module, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    return module.start(outer) <= module.start(node) and module.end(node) <= module.end(outer)
-
-
-def loops(function: FunctionInfo) -> list[cst.CSTNode]:
-    return [n for n in function.nodes if isinstance(n, (cst.For, cst.While))]

@@ -12,7 +12,7 @@ from ..core.findings import Location, Related
 from ..semantic.dataflow import accesses, chain_key
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
-from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, loops, made_in_region_and_read_after, reaching, within
+from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, made_in_region_and_read_after, reaching
 from ..semantic.summaries import container_of
 from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
@@ -146,16 +146,16 @@ def region_accesses(region: Region) -> tuple[set[str], set[str], set[str], set[s
 
 
 def released_before(region: Region, node: cst.CSTNode) -> bool:
-    """Whether a release_trace of this region's trace comes before the node."""
+    """Every path from the capture to the node passes a release_trace of this region's trace."""
     module = region.module
-    position = module.start(node)
+    releases = []
     for release in region.release_calls:
-        if module.start(release) >= region.stop and module.end(release) <= position:
+        if not region.contains(release) and module.start(release) >= region.stop:
             positional, keywords = call_arguments(release)
             argument = keywords.get("trace_id", positional[1] if len(positional) > 1 else None)
             if region.trace_id is None or argument is None or module.normalized(argument) == region.trace_id:
-                return True
-    return False
+                releases.append(release)
+    return bool(releases) and not region.function.cfg.runs_before(region.begin, node, avoiding=releases)
 
 
 class FreedTraceBuffer(Rule):
@@ -381,12 +381,13 @@ def work_stores(region: Region, facts: ProgramFacts) -> set[str]:
 
 def made_in_this_iteration(region: Region, free: cst.Call, values) -> bool:
     """Every value the freed name can hold there was made in a loop of the region holding
-    the free, in the same turn (nothing reaches it around the loop or from before it)."""
-    module = region.module
-    for loop in loops(region.function):
-        if not (region.contains(loop) and within(module, free, loop)):
+    the free, in the same turn (a path from where it binds to the free that does not go
+    round the loop; nothing reaches it around the loop or from before it)."""
+    graph = region.function.cfg
+    for loop in graph.loops_holding(free):
+        if not region.contains(loop):
             continue
-        if values and all(b.kind != "param" and within(module, b.node, loop) for b in values):
+        if values and all(b.kind != "param" and graph.same_iteration(b.site, free, loop) for b in values):
             return True
     return False
 
@@ -400,7 +401,7 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     cached = getattr(region, "_reallocations", None)
     if cached is not None:
         return cached
-    module = region.module
+    graph = region.function.cfg
     found: set[int] = set()
     inputs = input_names(region)
     _, _, _, read_after = region_accesses(region)
@@ -410,17 +411,18 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
             continue
         if "." not in key and key not in inputs:
             continue
-        free_at = module.end(free.call)
-        for access in accesses(region.function):
-            if access.key != key or access.position <= free_at or access.position >= region.stop:
-                continue
-            if access.kind == "read":
-                break  # read again before anything new is bound to it
+        if not ("." in key or key in read_after):
+            continue  # not kept as the next input
+        # The next access of the key on a path from the free is a binding to an allocation.
+        at_free = graph.statement_of(free.call)
+        others = [a for a in accesses(region.function) if a.key == key and a.statement is not at_free and region.contains(a.node)]
+        for access in others:
             value = assigned_value(access.statement)
-            kept = "." in key or key in read_after
-            if isinstance(value, cst.Call) and kept and allocates(facts, value, region):
+            if access.kind != "bind" or not isinstance(value, cst.Call) or not allocates(facts, value, region):
+                continue
+            between = [a.node for a in others if a.statement is not access.statement]
+            if graph.runs_before(free.call, access.statement, avoiding=between):
                 found.update((id(free.call), id(value)))
-            break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
 

@@ -18,7 +18,7 @@ from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
 from ..semantic.tensors import TensorFacts
-from ..capture.values import assigned_value, exclusive, executed_after, input_names, loops, reached_around, runs_after_region, same_trace, within
+from ..capture.values import assigned_value, capture_condition, conditional_capture, executed_after, input_names, runs_after_region, same_trace
 from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
@@ -30,9 +30,6 @@ from .base import Invalid, Rule, Valid
 if TYPE_CHECKING:
     from ..capture.facts import ProgramFacts
 
-BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
-
-
 def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [root]
     while stack:
@@ -41,28 +38,6 @@ def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
             continue
         stack.extend(reversed(children(node)))
-
-
-def _calls_end(rule: Rule, region: Region, block: Optional[cst.CSTNode]) -> bool:
-    if block is None:
-        return False
-    for node in _iter_nodes(block):
-        if isinstance(node, cst.Call) and (node is region.end or rule.facts.ends_capture(node, region)):
-            return True
-    return False
-
-
-def _broad_handler(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-    for kind in kinds:
-        expr = kind.value if isinstance(kind, cst.Element) else kind
-        if isinstance(expr, cst.Name) and expr.value in BROAD_EXCEPTIONS:
-            return True
-        if isinstance(expr, cst.Attribute) and expr.attr.value in BROAD_EXCEPTIONS and isinstance(expr.value, cst.Name) and expr.value.value == "builtins":
-            return True
-    return False
 
 
 class CaptureLeftOpen(Rule):
@@ -167,13 +142,15 @@ class CaptureLeftOpen(Rule):
         if region.end is None or self.facts.closes_itself(region):
             return  # ended in another function, or a `with` block, which always closes
         module = region.module
+        ends = [n for n in region.function.nodes if type(n) is cst.Call and (n is region.end or self.facts.ends_capture(n, region))]
+        guards = capture_condition(region)  # judged on the capturing path
         for node in region.function.nodes:
             if not isinstance(node, _MAY_RAISE_HOLDERS):
                 continue
             at = module.positions.get(node)
             if at is None or not (region.start <= (at.start.line, at.start.column) < region.stop):
                 continue
-            if _cannot_raise(node) or _covered(self, region, node):
+            if _cannot_raise(node) or region.function.cfg.exceptions_pass(node, ends, assume=guards):
                 continue
             self.report(
                 region.begin,
@@ -347,23 +324,6 @@ def _cannot_raise(node: cst.CSTNode) -> bool:
     return not any(isinstance(n, (cst.Call, cst.Yield, cst.Await)) for part in _header(node) for n in _iter_nodes(part))
 
 
-def _covered(rule: Rule, region: Region, node: cst.CSTNode) -> bool:
-    """Some `try` around the node ends the capture on the exceptional path: its `finally`, or a
-    handler catching `Exception` or broader (for the try body), directly or nested."""
-    chain = [*region.module.ancestors(node, stop=region.function.node), node]
-    for index, ancestor in enumerate(chain[:-1]):
-        if not isinstance(ancestor, cst.Try):
-            continue
-        inner = chain[index + 1]
-        if ancestor.finalbody is not None and inner is not ancestor.finalbody and _calls_end(rule, region, ancestor.finalbody):
-            return True
-        if inner is ancestor.body and any(_broad_handler(h) and _calls_end(rule, region, h) for h in ancestor.handlers):
-            return True
-        if isinstance(inner, cst.ExceptHandler) and _calls_end(rule, region, inner):
-            return True  # already on the exceptional path, in a handler that ends the capture
-    return False
-
-
 def _stale_rebindings(region: Region, facts: ProgramFacts) -> list[tuple[cst.CSTNode, str]]:
     """(statement, name) for each local trace input rebound after the region and then replayed
     (TRC403 reports them, TRC408 leaves them to it: computed once per region)."""
@@ -521,27 +481,9 @@ _WARM_UP_DEPTH = 6
 
 
 def _runs_before(function: FunctionInfo, node: cst.CSTNode, site: cst.CSTNode) -> bool:
-    """In the text before the site, in a loop that holds both (its next turn), or on a path
-    that skips the site (an earlier call of the function)."""
-    module = function.module
-    if module.start(node) < module.start(site) or reached_around(function, site, node):
-        return True
-    for loop in loops(function):
-        if within(module, node, loop) and within(module, site, loop):
-            return True
-    return False
-
-
-def conditional_capture(region: Region) -> bool:
-    """`tid = begin(...) if capture else None`, or a begin under an `if` that does not hold the
-    end: the same statements run eagerly when the condition is false."""
-    module = region.module
-    for ancestor in module.ancestors(region.begin, stop=region.function.node):
-        if isinstance(ancestor, cst.IfExp):
-            return True
-        if isinstance(ancestor, cst.If) and (region.end is None or not within(module, region.end, ancestor)):
-            return True
-    return False
+    """On a path before the site (earlier, or in a loop that holds both: its next turn), or on
+    a path that skips the site (an earlier call of the function)."""
+    return not function.cfg.runs_only_after(site, node)
 
 
 class MissingWarmUp(Rule):
@@ -1410,10 +1352,7 @@ class NestedCapture(Rule):
         (`if pool: g.capture_begin(pool=pool) else: g.capture_begin()`), with no loop around
         both whose next turn could take it while the first capture records."""
         region = self.context.region
-        if region is None or not exclusive(region.function, region.begin, node):
-            return False
-        module = region.module
-        return not any(within(module, node, loop) and within(module, region.begin, loop) for loop in loops(region.function))
+        return region is not None and region.function.cfg.exclusive(region.begin, node)
 
 
 class AllocationAcrossReplay(Rule):
@@ -1503,17 +1442,6 @@ class AllocationAcrossReplay(Rule):
                     out.append(node)
         return out
 
-    @staticmethod
-    def _freed_between(module, allocation: cst.Call, execute: cst.Call, frees: list[cst.Call]) -> bool:
-        """Freed after the allocation and before that replay (in the text, or later in a loop
-        whose next turn replays)."""
-        start, replay = module.start(allocation), module.start(execute)
-        for free in frees:
-            at = module.start(free)
-            if start < at < replay or (replay < start < at):
-                return True
-        return False
-
     def check_region(self, region: Region) -> None:
         module = region.module
         executes = [e for e in region.execute_calls if module.start(e) >= region.stop and same_trace(region, e)]
@@ -1532,7 +1460,8 @@ class AllocationAcrossReplay(Rule):
                 isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
             ) else None
             frees = self._frees(region, name, statement) if name else []
-            if any(executed_after(region, node, e) and not self._freed_between(module, node, e, frees) for e in executes):
+            # Alive across a replay: some path from the allocation reaches it without a free.
+            if any(executed_after(region, node, e, avoiding=tuple(frees)) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
 

@@ -1,21 +1,22 @@
 """Scopes and bindings of a function, and which bindings of a name can reach a point.
 
 The binder records every name a function binds, with its kind (parameter, import, def,
-class, assignment, loop target, with target, exception name, ...), and runs a small
-structured data-flow pass over the body (branches merge, loops iterate to a fixed point,
-`return`/`raise`/`break`/`continue` end a path) so that "which values can a name hold here"
-is a query. Comprehension and lambda targets belong to their own scopes and are not bound
+class, assignment, loop target, with target, exception name, ...) statement by statement of
+the function's control-flow graph (`cfg.py`), and reads reaching definitions off that graph
+(branches merge, loops go round, `return`/`raise`/`break`/`continue` end a path, exceptions
+reach their handlers), so that "which values can a name hold here" is a query. Comprehension and lambda targets belong to their own scopes and are not bound
 here; a nested def or class binds its name only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 import libcst as cst
 
 from ..frontend.syntax_walk import children
+from .cfg import ENTRY, ControlFlowGraph
 
 class FunctionScope(Protocol):
     """What the binder reads of a function (`project.FunctionInfo` is one)."""
@@ -23,6 +24,7 @@ class FunctionScope(Protocol):
     node: cst.CSTNode
     nodes: list[cst.CSTNode]
     module: Any
+    cfg: ControlFlowGraph
 
 
 @dataclass(eq=False, frozen=True)
@@ -42,24 +44,14 @@ class Binding:
     # For imports: the dotted name bound.
     imported: Optional[str] = None
 
+    @property
+    def site(self) -> cst.CSTNode:
+        """Where it binds in the control-flow graph: a loop target at the loop's head (each
+        turn), anything else at its node."""
+        return self.node.target if self.kind == "loop" else self.node
+
     def __repr__(self) -> str:
         return f"Binding({self.name!r}, {self.kind!r})"
-
-
-# The flow state for one name: the bindings that can reach a point (None: no path does).
-State = Optional[tuple]
-
-
-def _merge(states: Iterable[State]) -> State:
-    """The union of the states of several paths."""
-    alive = [s for s in states if s is not None]
-    if not alive:
-        return None
-    merged = alive[0]
-    for state in alive[1:]:
-        if state is not merged:
-            merged = merged + tuple(b for b in state if b not in merged)
-    return merged
 
 
 def target_names(target: cst.BaseExpression) -> list[str]:
@@ -83,20 +75,12 @@ def _dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
-class _Loop:
-    __slots__ = ("breaks", "continues")
-
-    def __init__(self) -> None:
-        self.breaks: list[State] = []
-        self.continues: list[State] = []
-
-
 class ScopeBindings:
     """The bindings of one function scope, and the reaching-definitions facts.
 
-    One pass collects every binding; the flow of a name is computed when first asked, for
-    that name alone (a name bound once needs none), so a function with thousands of names
-    costs one linear pass per name that is asked about and bound more than once."""
+    One pass over the function's control-flow graph collects every binding, statement by
+    statement; the reaching definitions of a name are computed on the graph when first asked,
+    for that name alone (a name bound once needs none)."""
 
     def __init__(self, function: FunctionScope, import_base):
         self.function = function
@@ -105,16 +89,16 @@ class ScopeBindings:
         self.by_name: dict[str, list[Binding]] = {}
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
-        # Binding of (binding node, name), so flow passes reuse the collected objects.
+        # Binding of (binding node, name): a `finally` body's two graph nodes share them.
         self._made: dict[tuple[int, str], Binding] = {}
-        # name -> entry state of each statement (small and compound statements), by id.
-        self._flows: dict[str, dict[int, State]] = {}
-        self._tracked: Optional[str] = None
-        self._entry: dict[int, State] = {}
-        self._loops: list[_Loop] = []
+        # name -> {graph node: the binding of the name that node leaves (its last)}
+        self._gen: dict[str, dict[int, Binding]] = {}
+        # name -> the definitions reaching each graph node
+        self._flows: dict[str, list] = {}
         # Most functions have no `:=`: their expressions need no search for one.
         self._has_walrus = any(type(n) is cst.NamedExpr for n in function.nodes)
-        self._run(None)
+        self.graph: ControlFlowGraph = function.cfg
+        self._collect()
 
     # -- queries ---------------------------------------------------------------------------
     def binds(self, name: str) -> bool:
@@ -123,53 +107,60 @@ class ScopeBindings:
 
     def reaching(self, name: str, node: Optional[cst.CSTNode]) -> tuple[Binding, ...]:
         """The bindings of a local name that can reach `node` (all of them when the node's
-        statement is unknown, e.g. a node built by the analysis)."""
+        statement is unknown or unreachable, e.g. a node built by the analysis)."""
         all_bindings = self.by_name.get(name)
         if not all_bindings:
             return ()
         if len(all_bindings) == 1 and all_bindings[0].kind != "del":
             return tuple(all_bindings)
-        entry = self._flows.get(name)
-        if entry is None:
-            self._run(name)
-            entry = self._flows[name]
-        state = self._state_at(node, entry) if node is not None else None
+        states = self._flows.get(name)
+        if states is None:
+            gen = self._gen.get(name, {})
+            entry = frozenset(b for b in all_bindings if b.kind == "param")
+            states = self._flows[name] = self.graph.reaching_definitions(entry, {k: v for k, v in gen.items() if k != ENTRY})
+        state = self._state_at(node, states) if node is not None else None
         if state is None:
             return tuple(b for b in all_bindings if b.kind != "del")
-        return tuple(b for b in state if b.kind != "del")
+        return tuple(b for b in all_bindings if b in state and b.kind != "del")
 
-    def _state_at(self, node: cst.CSTNode, entry: dict[int, State]) -> State:
+    def _state_at(self, node: cst.CSTNode, states: list) -> Optional[frozenset]:
+        """The definitions reaching the statement holding the node (the union over a
+        `finally` body's two copies); an unreachable statement asks the one around it."""
         parents = self.function.module.parents
+        index = self.graph._index
         current: Optional[cst.CSTNode] = node
         stop = self.function.node
         while current is not None and current is not stop:
-            key = id(current)
-            if key in entry:
-                return entry[key] or ()
-            current = parents.get(key)
+            ids = index.get(id(current))
+            if ids:
+                alive = [states[i] for i in ids if states[i] is not None]
+                if alive:
+                    return frozenset().union(*alive)
+            current = parents.get(id(current))
         return None
 
-    # -- the pass --------------------------------------------------------------------------
-    def _run(self, tracked: Optional[str]) -> None:
-        """Collect bindings (tracked None), or compute the flow of one name."""
-        self._tracked = tracked
-        self._entry = {}
-        self._loops = []
+    # -- collecting ------------------------------------------------------------------------
+    def _collect(self) -> None:
         node = self.function.node
-        state: State = ()
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):
             params = node.params
-            found = [self._binding(p.name.value, "param", p) for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                self._binding(param.name.value, "param", param)
             if isinstance(node, cst.FunctionDef):
                 for star in (params.star_arg, params.star_kwarg):
                     if isinstance(star, cst.Param):
-                        found.append(self._binding(star.name.value, "param", star))
-            state = self._bind(state, found)
-            if isinstance(node, cst.FunctionDef):
-                self._block(node.body, state)
-        if tracked is not None:
-            self._flows[tracked] = self._entry
-        self._entry = {}
+                        self._binding(star.name.value, "param", star)
+        # The graph's order is source order; a `finally` body's second copy binds the same.
+        done: dict[int, list[Binding]] = {}
+        gen = self._gen
+        for index, item in enumerate(self.graph.items):
+            if item is None:
+                continue
+            found = done.get(id(item))
+            if found is None:
+                found = done[id(item)] = self._bindings_of(item)
+            for binding in found:
+                gen.setdefault(binding.name, {})[index] = binding
 
     def _binding(self, name: str, kind: str, node: cst.CSTNode, value=None, imported=None) -> Binding:
         key = (id(node), name)
@@ -179,35 +170,10 @@ class ScopeBindings:
             self.by_name.setdefault(name, []).append(found)
         return found
 
-    def _bind(self, state: State, bindings: list[Binding]) -> State:
-        if state is None:
-            return None
-        for binding in bindings:
-            if binding.name == self._tracked:
-                state = () if binding.kind == "del" else (binding,)
-        return state
-
-    def _enter(self, node: cst.CSTNode, state: State) -> None:
-        if self._tracked is not None and state is not None:
-            self._entry[id(node)] = state
-
-    def _block(self, block: cst.BaseSuite, state: State) -> State:
-        if isinstance(block, cst.SimpleStatementSuite):
-            return self._small_statements(block.body, state)
-        for statement in block.body:
-            state = self._statement(statement, state)
-        return state
-
-    def _small_statements(self, statements, state: State) -> State:
-        for small in statements:
-            self._enter(small, state)
-            state = self._small(small, state)
-        return state
-
-    def _walrus(self, node: cst.CSTNode, state: State) -> State:
+    def _walrus(self, node: cst.CSTNode) -> list[Binding]:
         """Names bound by `:=` in an expression (not inside a lambda or a nested def)."""
         if not self._has_walrus:
-            return state
+            return []
         found: list[Binding] = []
         stack = [node]
         while stack:
@@ -217,32 +183,63 @@ class ScopeBindings:
             if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
                 continue
             stack.extend(children(current))
-        return self._bind(state, found)
+        return found
 
-    def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
+    def _bindings_of(self, item: cst.CSTNode) -> list[Binding]:
+        """What one graph node binds, in the order it binds."""
+        kind = type(item)
+        if kind is cst.If or kind is cst.While:
+            return self._walrus(item.test)
+        if kind is cst.For:
+            return self._walrus(item.iter)
+        if isinstance(item, cst.BaseExpression):  # a `for` target: the loop head
+            loop = self.function.module.parent(item)
+            plain = isinstance(item, cst.Name)
+            return [self._binding(name, "loop", loop, loop.iter if plain else None) for name in target_names(item)]
+        if kind is cst.With:
+            found: list[Binding] = []
+            targets: list[Binding] = []
+            for with_item in item.items:
+                found += self._walrus(with_item.item)
+                if with_item.asname is not None:
+                    plain = isinstance(with_item.asname.name, cst.Name)
+                    for name in target_names(with_item.asname.name):
+                        targets.append(self._binding(name, "with", item, with_item.item if plain else None))
+            return found + targets
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            return [self._binding(item.name.value, "def" if kind is cst.FunctionDef else "class", item)]
+        if kind is cst.ExceptHandler:
+            if item.name is not None and isinstance(item.name.name, cst.Name):
+                return [self._binding(item.name.name.value, "except", item)]
+            return []
+        if kind is cst.MatchCase:
+            found = []
+            stack = [item.pattern]
+            while stack:
+                current = stack.pop()
+                if isinstance(current, (cst.MatchAs, cst.MatchStar)) and current.name is not None:
+                    found.append(self._binding(current.name.value, "match", current))
+                elif isinstance(current, cst.MatchMapping) and current.rest is not None:
+                    found.append(self._binding(current.rest.value, "match", current))
+                stack.extend(children(current))
+            return found
+        if isinstance(item, cst.BaseSmallStatement):
+            return self._small(item)
+        return []
+
+    def _small(self, node: cst.BaseSmallStatement) -> list[Binding]:
         kind = type(node)
-        if kind is cst.Return or kind is cst.Raise:
-            if self._tracked is None and kind is cst.Return and node.value is not None:
-                self._walrus(node.value, state)
-            return None
-        if kind is cst.Break:
-            if self._loops and state is not None:
-                self._loops[-1].breaks.append(state)
-            return None
-        if kind is cst.Continue:
-            if self._loops and state is not None:
-                self._loops[-1].continues.append(state)
-            return None
+        if kind is cst.Return:
+            return self._walrus(node.value) if node.value is not None else []
+        if kind is cst.Raise or kind is cst.Break or kind is cst.Continue or kind is cst.Pass:
+            return []
         if kind is cst.Global:
             self.declared_global.update(n.name.value for n in node.names)
-            return state
+            return []
         if kind is cst.Nonlocal:
             self.declared_nonlocal.update(n.name.value for n in node.names)
-            return state
-        if kind is cst.Pass:
-            return state
-        state = self._walrus(node, state)
-        found: list[Binding] = []
+            return []
+        found = self._walrus(node)
         if kind is cst.Assign:
             for target in node.targets:
                 plain = isinstance(target.target, cst.Name)
@@ -276,102 +273,4 @@ class ScopeBindings:
                         found.append(self._binding(local, "assign", node))  # unresolvable: some value
                     else:
                         found.append(self._binding(local, "import", node, imported=f"{base}.{name}" if base else name))
-        return self._bind(state, found)
-
-    def _statement(self, node: cst.BaseStatement, state: State) -> State:
-        if type(node) is cst.SimpleStatementLine:
-            return self._small_statements(node.body, state)
-        self._enter(node, state)
-        kind = type(node)
-        if kind is cst.FunctionDef or kind is cst.ClassDef:
-            return self._bind(state, [self._binding(node.name.value, "def" if kind is cst.FunctionDef else "class", node)])
-        if kind is cst.If:
-            state = self._walrus(node.test, state)
-            body = self._block(node.body, state)
-            orelse = node.orelse
-            if orelse is None:
-                other = state
-            elif isinstance(orelse, cst.If):
-                other = self._statement(orelse, state)
-            else:
-                other = self._block(orelse.body, state)
-            return _merge([body, other])
-        if kind is cst.For:
-            plain = isinstance(node.target, cst.Name)
-            found = [self._binding(name, "loop", node, node.iter if plain else None) for name in target_names(node.target)]
-            return self._loop(node, self._walrus(node.iter, state), found, None)
-        if kind is cst.While:
-            return self._loop(node, self._walrus(node.test, state), [], node.test)
-        if kind is cst.With:
-            found = []
-            for item in node.items:
-                state = self._walrus(item.item, state)
-                if item.asname is not None:
-                    plain = isinstance(item.asname.name, cst.Name)
-                    for name in target_names(item.asname.name):
-                        found.append(self._binding(name, "with", node, item.item if plain else None))
-            return self._block(node.body, self._bind(state, found))
-        if kind is cst.Try or kind is getattr(cst, "TryStar", None):
-            return self._try(node, state)
-        if kind is cst.Match:
-            outs = []
-            for case in node.cases:
-                found = []
-                stack = [case.pattern]
-                while stack:
-                    current = stack.pop()
-                    if isinstance(current, (cst.MatchAs, cst.MatchStar)) and current.name is not None:
-                        found.append(self._binding(current.name.value, "match", current))
-                    elif isinstance(current, cst.MatchMapping) and current.rest is not None:
-                        found.append(self._binding(current.rest.value, "match", current))
-                    stack.extend(children(current))
-                outs.append(self._block(case.body, self._bind(state, found)))
-            outs.append(state)  # no case matched
-            return _merge(outs)
-        return state
-
-    def _loop(self, node, state: State, targets: list[Binding], test) -> State:
-        loop = _Loop()
-        self._loops.append(loop)
-        head = state
-        for _ in range(4):  # a few passes reach the fixed point for the shapes that occur
-            loop.breaks.clear()
-            loop.continues.clear()
-            body_out = self._block(node.body, self._bind(head, targets))
-            new_head = _merge([state, body_out, *loop.continues])
-            if self._tracked is None or new_head == head or (new_head is not None and head is not None and set(new_head) == set(head)):
-                break
-            head = new_head
-        self._loops.pop()
-        if isinstance(node, cst.While):
-            self._enter(node, head)
-        exit_state = head
-        if node.orelse is not None:
-            exit_state = self._block(node.orelse.body, exit_state)
-        infinite = isinstance(test, cst.Name) and test.value == "True"
-        return _merge([None if infinite else exit_state, *loop.breaks])
-
-    def _try(self, node, state: State) -> State:
-        # Any statement of the body can raise: a handler starts from every state the body
-        # passed through (the entry and each top-level statement's exit).
-        seen: list[State] = [state]
-        current = state
-        for statement in node.body.body:
-            current = self._statement(statement, current)
-            seen.append(current)
-        raised = _merge(seen)
-        outs = []
-        for handler in node.handlers:
-            found = []
-            if handler.name is not None and isinstance(handler.name.name, cst.Name):
-                found.append(self._binding(handler.name.name.value, "except", handler))
-            outs.append(self._block(handler.body, self._bind(raised, found)))
-        normal = current
-        if node.orelse is not None:
-            normal = self._block(node.orelse.body, normal)
-        after = _merge([normal, *outs])
-        if node.finalbody is not None:
-            # The finally body runs on every path, the raising ones included.
-            final = self._block(node.finalbody.body, _merge([after, raised]))
-            return final if after is not None else None
-        return after
+        return found

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..frontend import syntax_limits
 from .bindings import ScopeBindings
+from .cfg import ControlFlowGraph
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from ..frontend.syntax_walk import Span, children, parse_module, positions
 from ..frontend.text_index import called_names, count_words, defined_names
@@ -64,6 +65,7 @@ class FunctionInfo:
     # (the nested def, class or lambda node itself is included). Built in the parse pass.
     nodes: list[cst.CSTNode] = field(default_factory=list)
     _bindings: Optional["ScopeBindings"] = field(default=None, repr=False)
+    _cfg: Optional["ControlFlowGraph"] = field(default=None, repr=False)
 
     @property
     def full_name(self) -> str:
@@ -76,6 +78,13 @@ class FunctionInfo:
             module = self.module
             self._bindings = ScopeBindings(self, lambda dots, base: _import_from_base(module, dots, base))
         return self._bindings
+
+    @property
+    def cfg(self) -> "ControlFlowGraph":
+        """The control-flow graph of this function's body, built when first asked."""
+        if self._cfg is None:
+            self._cfg = ControlFlowGraph(self.node, self.module)
+        return self._cfg
 
     def __hash__(self) -> int:
         return id(self)

@@ -463,6 +463,10 @@ class Summaries:
             return set()
         if node.orelse is not None:
             return {id(node.orelse)}
+        if function is not None:
+            # What runs only after the test was false (`if capturing(): return`, or branches
+            # that all return or raise): a graph query.
+            return {id(s) for s in function.cfg.only_through_branch(node, False)}
         if not always_leaves(node.body):
             return set()
         siblings = list(getattr(module.parents.get(id(node)), "body", ()))
