@@ -488,3 +488,78 @@ def test_imports_are_read_from_the_text():
     }
     # In a package's __init__, `.` is the package itself.
     assert imported_modules(b"from .core import run\n", "pkg", True) == {"pkg.core", "pkg.core.run"}
+
+
+def test_a_one_file_run_after_a_whole_run_loads_neither_libcst_nor_the_rules(project, tmp_path):
+    # Fresh interpreters: this one has loaded libcst already.
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from pathlib import Path
+        from trace_lint.core.config import load_settings
+        from trace_lint.driver.cache import ResultCache
+        from trace_lint.driver.checker import check
+
+        root, cache, named = Path(sys.argv[1]), ResultCache(Path(sys.argv[2])), Path(sys.argv[3])
+        found = check([named], load_settings(root), cache=cache, whole_program=True).findings
+        loaded = sorted({"libcst", "trace_lint.rules"} & set(sys.modules))
+        print(json.dumps([loaded, [(f.filename, f.location.row, f.code, f.help) for f in found]]))
+        """
+    )
+    import subprocess
+    import sys
+
+    def run(named: Path, cache: Path) -> list:
+        done = subprocess.run([sys.executable, "-c", script, str(project), str(cache), str(named)], capture_output=True, text=True, cwd=project, check=True)
+        return json.loads(done.stdout)
+
+    named = project / "pkg" / "runner.py"  # a capture file: what the editor and pre-commit name
+    assert run(project, tmp_path / "cache")[0] == ["libcst", "trace_lint.rules"]  # the whole run analyses
+    loaded, found = run(named, tmp_path / "cache")
+    assert loaded == []
+    assert [tuple(f[:3]) for f in found] == [(f[0], f[1], f[2]) for f in _run([named], project)[0]]
+    assert [tuple(f[:3]) for f in found] == [("pkg/model.py", 6, "TRC102")]  # reached from runner.py
+    assert all(f[3] for f in found)  # the rule's advice, from the registry
+    # A named file with no capture is parsed for its own syntax errors (TRC001).
+    assert run(project / "pkg" / "model.py", tmp_path / "cache")[0] == ["libcst", "trace_lint.rules"]
+
+
+def test_a_named_file_checked_for_parse_errors_settles_nothing_a_folder_run_reports(project, tmp_path, monkeypatch):
+    broken = project / "pkg" / "other.py"
+    broken.write_text("def scale(values:\n")
+    cache = ResultCache(tmp_path / "cache")
+    folder = _run([project], project, cache)
+    named = _run([broken], project, cache)
+    assert [(f[0], f[2]) for f in named[0]] == [("pkg/other.py", "TRC001")]
+    for entry in (tmp_path / "cache").glob("results-*.json"):
+        entry.unlink()  # so that the analysis record answers the folder run
+    assert _run([project], project, cache) == folder == _run([project], project)
+    assert "TRC001" not in [f[2] for f in folder[0]]
+
+
+def test_a_file_edited_since_its_findings_were_settled_is_settled_again(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    first = _run([project], project, cache)
+    # No capture reads other.py, so the engine's findings stand; its new comment is a
+    # suppression of nothing (TRC002), which only settling the file again can see.
+    (project / "pkg" / "other.py").write_text(PLAIN + "\nLIMIT = 3  # noqa: TRC102\n")
+    runs = EngineRuns(monkeypatch)
+    edited = _run([project], project, cache)
+    assert runs.count == 0
+    assert edited == _run([project], project)
+    assert [(f[0], f[1], f[2]) for f in edited[0]] == [*((f[0], f[1], f[2]) for f in first[0]), ("pkg/other.py", 4, "TRC002")]
+    assert _run([project / "pkg" / "runner.py"], project, cache) == _run([project / "pkg" / "runner.py"], project)
+
+
+def test_a_named_file_without_a_capture_is_answered_from_the_record_once_it_parses(project, tmp_path, monkeypatch):
+    from trace_lint.driver import checker
+
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    settled_again = []
+    real = checker._reported
+    monkeypatch.setattr(checker, "_reported", lambda *args, **kwargs: settled_again.append(1) or real(*args, **kwargs))
+    model = project / "pkg" / "model.py"  # the prefilter does not admit it: no capture starts there
+    assert _run([model], project, cache) == _run([model], project)
+    assert settled_again == [1]  # only the run without the cache settled anything
+    assert [(f[0], f[1], f[2]) for f in _run([model], project, cache)[0]] == [("pkg/model.py", 6, "TRC102")]

@@ -109,6 +109,17 @@ def test_trace_region_only_for_the_fixture_whose_tests_capture():
     assert finding_set(PROJECTS / "device_folders") == {("traced/conftest.py", 7, "TRC405")}
 
 
+def test_recursive_helpers_are_summarised_whatever_is_asked_first():
+    # `free_all` and `free_rest` call each other; the region in `scratch` asks about
+    # `free_rest` first, which used to leave `free_all` summarised as freeing nothing, so the
+    # free of the trace outputs after the end (line 23) was missed. A recursion whose paths
+    # grow (`free_chain(node.next)`) ends; what it frees is an attribute of the output, which
+    # the analysis cannot tie to a trace buffer (line 35: silent).
+    assert finding_set(PROJECTS / "recursive_frees") == {("recursive_runner.py", 23, "TRC302")}
+    alone = findings_json(PROJECTS / "recursive_frees" / "recursive_runner.py")
+    assert [(item["location"]["row"], item["code"]) for item in alone] == [(23, "TRC302")]
+
+
 def test_a_handle_made_outside_the_project_has_unknown_effects():
     # `Tap.__call__` reaches device work only through `self._handle.enqueue`, a handle the
     # compiled extension made (`native.make_tap(...)` or None): unknown effects, so the tap

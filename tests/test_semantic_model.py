@@ -371,3 +371,26 @@ def test_super_follows_the_mro_of_the_instance(tmp_path):
     inner = call_in(target.function, "super().f()")
     # D's MRO is D, B, C, A: super() in B.f on a D instance is C.f.
     assert [t.function.full_name for t in resolver.resolve_all(inner, target.function, target.self_class)] == ["m.C.f"]
+
+
+def test_summaries_are_a_fixed_point_whatever_is_asked_first():
+    from itertools import permutations
+
+    from trace_lint.semantic.summaries import FixedPoint
+
+    # a -> b -> a (recursion), b -> c, c -> c (self-recursion), d -> a.
+    graph = {"a": ["b"], "b": ["c", "a"], "c": ["c"], "d": ["a"]}
+    own = {"a": {1}, "b": {2}, "c": {3}, "d": {4}}
+    expected = {"a": {1, 2, 3}, "b": {1, 2, 3}, "c": {3}, "d": {1, 2, 3, 4}}
+    for order in permutations(graph):
+        solver = None
+
+        def compute(key):
+            out = set(own[key])
+            for callee in graph[key]:
+                out |= solver.get(callee, callee)
+            return frozenset(out)
+
+        solver = FixedPoint(compute, frozenset())
+        assert {key: set(solver.get(key, key)) for key in order} == expected, order
+        assert not solver.busy

@@ -19,6 +19,7 @@ from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
+from .precedence import Claim, decide as decide_precedence
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
 from ..semantic.nodes import always_leaves
@@ -322,6 +323,13 @@ class Engine:
         self.project = project
         self.settings = settings
         self.rule_classes = list(rules)
+        self.reported_codes = {rule.code for rule in self.rule_classes}
+        # A rule that wins over a requested one runs too: what it covers is never the loser's.
+        for rule in list(self.rule_classes):
+            for winner in getattr(rule, "overruled_by", ()):
+                if winner not in self.rule_classes:
+                    self.rule_classes.append(winner)
+        self.claims: list[Claim] = []
         self.resolver = CallResolver(project)
         self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
@@ -373,12 +381,15 @@ class Engine:
             return frozenset()
         return frozenset(self.roots[root_id].kind for root_id in reach.chains)
 
-    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None, chain=None) -> None:
+    def _report(self, rule: CheckingRule, node: cst.CSTNode, message: str, module: Optional[ModuleInfo], context: Optional[RuleContext], fix=None, chain=None, covers=None) -> None:
         assert module is not None
         try:
             code_range = module.range(node)
         except KeyError:
             return
+        if covers is not None and covers in module.positions:
+            span = module.range(covers)
+            self.claims.append(Claim(rule.code, module.display_path, (span.start.line, span.start.column), (span.end.line, span.end.column)))
         location = Location(code_range.start.line, code_range.start.column + 1)
         end = Location(code_range.end.line, code_range.end.column + 1)
         key = (module.display_path, location.row, location.column, rule.code)
@@ -488,7 +499,7 @@ class Engine:
                 self._guarded(region.module, lambda rule=rule, region=region: rule.check_region(region))
         for rule in self.rules:
             self._guarded(None, lambda rule=rule: rule.check_project())
-        return list(self.findings.values())
+        return decide_precedence(self.findings.values(), self.claims, self.reported_codes)
 
     def _guarded(self, module: Optional[ModuleInfo], action) -> None:
         try:

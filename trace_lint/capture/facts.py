@@ -15,6 +15,7 @@ import libcst as cst
 
 from .. import frameworks
 from ..core.api_tables import tables
+from ..frameworks.effects import CallEffect, Effect
 from ..frameworks.torch import CUDA_GRAPH_KINDS
 from ..semantic.tensors import TensorFacts, TorchFacts
 
@@ -71,6 +72,7 @@ class ProgramFacts:
         self._capture_begins = frameworks.names_of("capture_begins")
         self._capture_ends = frameworks.names_of("capture_ends")
         self._tensor_methods = frameworks.names_of("tensor_methods")
+        self._contexts: dict[tuple[int, int, int], RuleContext] = {}
 
     # -- captures ----------------------------------------------------------------------------
     @property
@@ -125,6 +127,29 @@ class ProgramFacts:
         if any(f.ends_region(region, call) for f in frameworks.FRAMEWORKS):
             return True
         return self.qualified_name(call.func, region.module, region.function) in self._capture_ends
+
+    def call_effects(self, call: cst.Call, module: "ModuleInfo", function: Optional["FunctionInfo"], region: Optional["Region"] = None) -> tuple[CallEffect, ...]:
+        """What a call does, as the frameworks classify it, where it is written (see
+        `RuleContext.call_effects`)."""
+        key = (id(module), id(function), id(region))
+        context = self._contexts.get(key)
+        if context is None:
+            context = self._contexts[key] = RuleContext(self, module, function, region)
+        return context.call_effects(call)
+
+    def names_with(self, effect: Effect) -> frozenset[str]:
+        """The dotted names whose calls have this effect, over every framework: where to look
+        for such calls (`call_effects` decides what each one does)."""
+        return frameworks.names_with(effect)
+
+    def closes_itself(self, region: "Region") -> bool:
+        """The region always ends, whatever is raised in it (a `with` block)."""
+        return any(region.kind in f.self_closing_kinds for f in frameworks.FRAMEWORKS)
+
+    def warm_up_advice(self, kind: Optional[str]) -> str:
+        """What the framework of a capture kind advises for work first run inside it."""
+        owner = next((f for f in frameworks.FRAMEWORKS if kind in f.kinds), frameworks.Framework)
+        return owner.warm_up_advice
 
     def is_tensor_method(self, method: str) -> bool:
         """A method of a framework's tensors (`copy_`): work on the tensor, not user code."""
@@ -264,9 +289,8 @@ class RuleContext:
         self.capture_kinds: frozenset[str] = facts.capture_kinds(function, region)
         # Recorded into a CUDA graph: torch's own contract applies (TRC501).
         self.in_cuda_graph = bool(self.capture_kinds & CUDA_GRAPH_KINDS)
-        # The torch names of TRC1-TRC3 apply in CUDA graphs and in declared captures (framework unknown).
-        self.torch_api_applies = self.in_cuda_graph or "declared" in self.capture_kinds
         self._torch: Optional[TorchFacts] = None
+        self._effects: dict[int, tuple[cst.Call, tuple[CallEffect, ...]]] = {}
 
     @property
     def ancestors(self) -> list[cst.CSTNode]:
@@ -284,6 +308,22 @@ class RuleContext:
         if self._torch is None:
             self._torch = self.facts.torch_facts(self.module, self.function)
         return self._torch
+
+    def call_effects(self, call: cst.Call) -> tuple[CallEffect, ...]:
+        """What the call does (transfer, read, sync, creation, ...), as every framework plug-in
+        in `frameworks.FRAMEWORKS` classifies it for this unit's captures; asked once per call."""
+        held = self._effects.get(id(call))
+        if held is None or held[0] is not call:
+            held = self._effects[id(call)] = (call, frameworks.call_effects(call, self.qualified_name(call.func), self))
+        return held[1]
+
+    def subscript_effects(self, node: cst.Subscript) -> tuple[CallEffect, ...]:
+        """What indexing does (a boolean mask's data-dependent shape), as the plug-ins say."""
+        return frameworks.subscript_effects(node, self)
+
+    def effect(self, call: cst.Call, effect: Effect) -> Optional[CallEffect]:
+        """The call's effect of one kind, or None."""
+        return next((e for e in self.call_effects(call) if e.effect is effect), None)
 
     def capture_time_parameters(self, function: Optional["FunctionInfo"]) -> frozenset[str]:
         """Parameters of a captured function that hold, on every call reaching it, an object

@@ -20,6 +20,10 @@ class RuleSpec:
     severity: str  # "error": replay computes something else or fails; "warning": the letter
     default_enabled: bool = True
     fix_availability: str = "none"  # "always", "sometimes" or "none", as ruff states it
+    # Precedence where two rules report the same thing: the codes whose findings inside what
+    # this rule's finding covers are not reported ("TRC202 instead, not both"). The capture
+    # stage applies it (`capture/precedence.py`), whichever of the codes a run selects.
+    wins_over: tuple[str, ...] = ()
 
 
 RULES: tuple[RuleSpec, ...] = (
@@ -64,6 +68,8 @@ RULES: tuple[RuleSpec, ...] = (
         "Control flow on a device tensor's value in captured code",
         "compute both outcomes on the device and select with `ttnn.where` / `torch.where`",
         "error",
+        # A device read that is the condition of control flow is TRC202, not TRC102 (RULES.md).
+        wins_over=("TRC102",),
     ),
     RuleSpec(
         "TRC203", "host-side-effect-in-captured-work",
@@ -139,6 +145,10 @@ RULES: tuple[RuleSpec, ...] = (
     ),
 )
 BY_CODE: dict[str, RuleSpec] = {spec.code: spec for spec in RULES}
+# code -> the codes that win over it.
+OVERRULED_BY: dict[str, tuple[str, ...]] = {
+    code: tuple(spec.code for spec in RULES if code in spec.wins_over) for code in BY_CODE
+}
 BY_NAME: dict[str, RuleSpec] = {spec.name: spec for spec in RULES}
 
 

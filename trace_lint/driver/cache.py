@@ -37,7 +37,7 @@ from ..core.files import mark_cache_folder, read_regular_file as _read_regular_f
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
 from ..frontend.text_index import called_names, defined_names
 
-FORMAT = 3
+FORMAT = 4
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
@@ -174,6 +174,12 @@ class AnalysisRecord:
     # display path -> what suppressions need of the file's parse (suppressions.suppression_facts),
     # for the files with findings: a reused analysis applies suppressions without parsing them.
     facts: dict[str, tuple] = field(default_factory=dict)
+    # display path -> what the file reports whatever a run names (its findings after its
+    # suppressions and per-file ignores, before choosing the run's files), for every file the
+    # recording run settled; None where that run stopped short (a file it could not read).
+    reported: Optional[dict[str, list[Finding]]] = None
+    # Read back by this run and found to match every file the analysis read (not stored).
+    reused: bool = False
 
     def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
         """(indexes of the groups this run must analyse again, admitted files no group
@@ -246,7 +252,7 @@ APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
 FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix", "help"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
-ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "digest"})
+ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "reported", "digest"})
 GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
@@ -342,6 +348,28 @@ def _facts(value, files: frozenset) -> dict[str, tuple]:
             lines[_int(line, 1)] = _int(start, 1)
         facts[display] = (None if first is None else _int(first, 1), lines)
     return facts
+
+
+def _reported(value, files: frozenset, engine_findings: list[Finding]) -> Optional[dict[str, list[Finding]]]:
+    """What each settled file reports (AnalysisRecord.reported), or None; null for a file:
+    the engine's findings in it."""
+    if value is None:
+        return None
+    if type(value) is not dict or not value.keys() <= files:
+        raise BadEntry("bad reported findings")
+    by_file: dict[str, list[Finding]] = {}
+    for finding in engine_findings:
+        by_file.setdefault(finding.filename, []).append(finding)
+    reported = {}
+    for display, items in value.items():
+        if items is None:
+            reported[display] = list(by_file.get(display, []))
+            continue
+        found = [finding_from_data(item, files) for item in _list(items, MAX_INT)]
+        if any(finding.filename != display for finding in found):
+            raise BadEntry("a reported finding of another file")
+        reported[display] = found
+    return reported
 
 
 def _paths(value, files: frozenset) -> list[str]:
@@ -487,16 +515,30 @@ class ResultCache:
         hashes = entry["hashes"]
         if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
             raise BadEntry("bad content hashes")
-        groups, facts = _list(entry["groups"], len(files) + 1), entry["facts"]
-        if entry["digest"] != findings_digest([hashes, groups, facts]):
+        groups, facts, reported = _list(entry["groups"], len(files) + 1), entry["facts"], entry["reported"]
+        if entry["digest"] != findings_digest([hashes, groups, facts, reported]):
             raise BadEntry("a record that does not match its digest")
-        return AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
+        record = AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
+        record.reported = _reported(reported, files, record.findings)
+        return record
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
         groups = [_group_data(group) for group in record.groups]
         facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
-        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts}
-        data["digest"] = findings_digest([record.hashes, groups, facts])
+        reported = None
+        if record.reported is not None:
+            # A file whose suppressions and ignores change nothing (most) is stored as null:
+            # what it reports is the engine's findings in it.
+            engine_data: dict[str, list[str]] = {}
+            for finding in record.findings:
+                engine_data.setdefault(finding.filename, []).append(json.dumps(finding_to_data(finding), sort_keys=True))
+            reported = {}
+            for display, found in record.reported.items():
+                items = [finding_to_data(f) for f in found]
+                same = sorted(json.dumps(item, sort_keys=True) for item in items) == sorted(engine_data.get(display, []))
+                reported[display] = None if same else items
+        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported}
+        data["digest"] = findings_digest([record.hashes, groups, facts, reported])
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:

@@ -73,6 +73,7 @@ def check(
     progress=None,
     whole_program: bool = False,
     configure=None,
+    root: Optional[Path] = None,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
@@ -84,6 +85,9 @@ def check(
     callers, callees and suppressions in other files count, and report only what the named
     paths select: findings located in them, and findings elsewhere whose call chain starts
     at a capture in them. Without it, the named paths are the whole program.
+
+    `root` (with `whole_program`): the project's folder where the caller knows it (the
+    language server's workspace), instead of `project_root` of each path.
 
     `configure` (with `whole_program`): follow each file's nearest config for what is
     reported (`hierarchy`); it turns a config file's settings into the run's (the command
@@ -103,16 +107,18 @@ def check(
     selected = {found.real.get(path) or real_path(path) for path in files} | ({real_path(p) for p in paths} & set(sources))
     project_roots: list[Path] = []
     if whole_program and not result.errors:
-        for path in paths:
+        if root is not None:
+            project_roots.append(real_path(root))
+        for path in paths if root is None else ():
             anchor = path if path.exists() else path.parent
             if anchor.exists():
-                root = project_root(anchor)
-                if root not in project_roots:
-                    project_roots.append(root)
+                folder = project_root(anchor)
+                if folder not in project_roots:
+                    project_roots.append(folder)
         # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
         # A root that is a named folder was walked already: the same files, found again.
         walked = {real_path(p) for p in on_disk if p.is_dir()}
-        around = discover([root for root in project_roots if root not in walked], settings, force_exclude=True)
+        around = discover([folder for folder in project_roots if folder not in walked], settings, force_exclude=True)
         files.extend(around.files)
         found.real.update(around.real)
     if configure is not None and whole_program and project_roots:
@@ -217,6 +223,18 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         # Nothing can be found: libcst and the rules are never imported.
         return []
     from ..frontend.prefilter import enabled as prefilter_enabled
+
+    records: list = []
+    if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
+        records = list(cache.analysis_records(*_analysis_inputs(settings, entries, hashes)))
+        settled = _settled(records, entries, raw, hashes, admitted, settings)
+        if settled is not None:
+            # Nothing the analysis read has changed, and every file this run reports on was
+            # settled by the run that recorded it: neither libcst nor the rules are loaded.
+            if progress is not None:
+                progress.start(len(entries))
+                progress.finish()
+            return _finished(settled)
     from ..semantic.project import ModuleInfo, Project
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
@@ -237,20 +255,93 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         candidates = [modules[i] for i in sorted(admitted_indexes)]
         explicit = set()
 
-    raw_findings, facts = _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache)
+    raw_findings, facts, record = _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache, records)
     if named_only:
         raw_findings = raw_findings + _parse_errors(project, settings, named_only, enabled, raw_findings)
-    return _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress)
+    layer: Optional[dict[str, list[Finding]]] = {} if record is not None else None
+    errors_before = len(result.errors)
+    findings = _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress, layer)
+    for module in named_only:
+        # Its parse check is this run's, because it was named: not what any run reports.
+        (layer or {}).pop(module.display_path, None)
+    if record is not None:
+        # What this run settled joins what the record had settled, for the files whose
+        # contents are the record's (a file that cannot be read settles nothing).
+        current = {display: content for display, _name, content, _role in hashes}
+        known = record.reported
+        if errors_before == len(result.errors):
+            settled = {**(record.reported or {}), **layer}
+            record.reported = {display: found for display, found in settled.items() if record.hashes.get(display) == current.get(display)}
+        # A record read back that this run settled nothing new in is already on disk: a file
+        # it settled again gives the same from the same engine findings and contents.
+        if not (record.reused and known is not None and record.reported is not None and record.reported.keys() == known.keys()):
+            cache.store_analysis(_analysis_inputs(settings, entries, hashes)[0], record)
+    return findings
 
 
-def _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
-    """The engine's findings (before suppressions), and the suppression facts of files that
-    this process did not parse. With a cache, the candidate files are analysed in groups and
-    a record keeps each group's findings; a later run reruns only the groups its edits touch."""
+def _settled(records: list, entries, raw: dict[int, bytes], hashes, admitted: list[int], settings: Settings) -> Optional[list[Finding]]:
+    """What this run reports, from the newest analysis record when no file the engine's
+    findings depend on has changed and that record settled every file the run reports on
+    (`AnalysisRecord.reported`); None otherwise. A named file the prefilter does not admit
+    is checked for its syntax errors on its own first: only one that parses is answered here."""
+    admitted_set = set(admitted)
+    named_only = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT and index not in admitted_set]
+    current = {display: content for display, _name, content, _role in hashes}
+    data = {entries[i][2]: content for i, content in raw.items()}
+    admitted_paths = {entries[i][2] for i in admitted}
+    for record in records:
+        plan = record.plan(current, data, admitted_paths)
+        if plan is None:
+            continue
+        if plan != ([], []) or record.reported is None:
+            return None
+        selected = {entry[2] for entry in entries if entry[4] & SELECTED}
+        needed = selected | {f.filename for f in record.findings if _reported_elsewhere(f, selected)}
+        # A file edited since (a new comment can be a suppression) is settled again.
+        if not needed <= record.reported.keys() or any(current[display] != record.hashes[display] for display in needed):
+            return None
+        if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings):
+            return None
+        return [f for display in sorted(needed) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
+    return None
+
+
+def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings) -> bool:
+    """Whether the parse check a run makes of these named files (`_parse_errors`) finds
+    anything: the same check, on a project of those files alone (a file's parse error is
+    its own)."""
+    from ..semantic.project import ModuleInfo, Project
+
+    modules = [ModuleInfo(entries[i][0], entries[i][1], entries[i][2], text=entries[i][3]) for i in indexes]
+    project = Project(modules)
+    for module, index in zip(modules, indexes):
+        if index in raw:
+            project._raw[id(module)] = raw[index]
+    return bool(_parse_errors(project, settings, modules, settings.enabled_codes(), []))
+
+
+def _finished(findings: list[Finding]) -> list[Finding]:
+    """Findings as a run reports them: related steps attached, each with its rule's advice,
+    in order."""
+    from ..core.registry import spec_for
+
+    for finding in findings:
+        attach_related(finding)
+        spec = spec_for(finding.code)
+        finding.help = spec.help if spec is not None and spec.help else None
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def _engine_findings(project, modules, entries, raw, hashes, admitted, candidates, explicit, settings, result, enabled, jobs, progress, cache, records) -> tuple[list[Finding], dict, Optional[object]]:
+    """The engine's findings (before suppressions), the suppression facts of files that
+    this process did not parse, and the analysis record to store once the run has reported
+    (None: none). With a cache, the candidate files are analysed in groups and a record keeps
+    each group's findings; a later run reruns only the groups its edits touch."""
     from ..frontend.prefilter import enabled as prefilter_enabled
 
     if cache is not None and admitted is not None and prefilter_enabled():
-        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache)
+        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, records)
     from ..capture.engine import Engine
     from ..rules import ALL_RULES
 
@@ -263,12 +354,12 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
         if parallel is not None:
             result.errors.extend(parallel.internal_errors)
             _print_notes(parallel.notes)
-            return parallel.findings, parallel.facts
+            return parallel.findings, parallel.facts, None
     engine = Engine(project, settings, [rule for rule in ALL_RULES if rule.code in enabled], roots_in=candidates)
     engine.always_parse = explicit
     findings = engine.run()
     result.errors.extend(engine.internal_errors)
-    return findings, {}
+    return findings, {}, None
 
 
 def _import_links(entries, raw: dict[int, bytes], positions: list[int]) -> list[tuple[int, int]]:
@@ -296,7 +387,7 @@ def _print_notes(notes: list[str]) -> None:
         print(f"trace-lint: {note}", file=sys.stderr)
 
 
-def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache) -> tuple[list[Finding], dict]:
+def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, records) -> tuple[list[Finding], dict, Optional[object]]:
     """The engine's findings as the union of groups of candidate files, each analysed by its
     own engine run (`parallel.analyse_groups`), as a parallel run's shards are: sound where
     the groups agree on the kinds of capture that reach each function (else one engine run
@@ -307,16 +398,17 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
     from .parallel import analyse_groups, fresh_copy, kinds_agree, plan_groups, run_parallel
 
     admitted_paths = {entries[i][2] for i in admitted}
-    record_key, current = _analysis_inputs(settings, entries, hashes)
+    current = _analysis_inputs(settings, entries, hashes)[1]
     data = {entries[i][2]: content for i, content in raw.items()}
     previous, plan = None, None
-    for record in cache.analysis_records(record_key, current):
+    for record in records:
         found = record.plan(current, data, admitted_paths)
         if found == ([], []):
             # No file the engine's findings depend on has changed: the engine would find
             # the same (tests/test_analysis_reuse.py checks runs with and without it). The
-            # record stays as it is: later runs compare with its contents, which is as sound.
-            return record.findings, record.facts
+            # record keeps its contents: later runs compare with them, which is as sound.
+            record.reused = True
+            return record.findings, record.facts, record
         if found is not None and previous is None:
             previous, plan = record, found
     index_of = {module.display_path: index for index, module in enumerate(modules)}
@@ -367,6 +459,7 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
             for finding in group.findings:
                 if finding.filename in previous.facts:
                     facts.setdefault(finding.filename, previous.facts[finding.filename])
+    record = None
     if not result.errors:
         from ..report.suppressions import suppression_facts
 
@@ -378,8 +471,7 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
                 record.facts[display] = facts[display]
             elif module is not None and module._loaded and not module.read_error:
                 record.facts[display] = suppression_facts(module)
-        cache.store_analysis(record_key, record)
-    return findings, facts
+    return findings, facts, record
 
 
 def _analysis_inputs(settings: Settings, entries, hashes) -> tuple[str, dict[str, str]]:
@@ -404,9 +496,10 @@ def _parse_errors(project, settings: Settings, named: list, enabled, found: list
     return [f for f in engine.run() if f.filename in displays and (f.filename, f.location, f.code) not in known]
 
 
-def _reported(raw_findings: list[Finding], project, modules, entries, facts, settings: Settings, result: CheckResult, enabled, progress) -> list[Finding]:
+def _reported(raw_findings: list[Finding], project, modules, entries, facts, settings: Settings, result: CheckResult, enabled, progress, layer: Optional[dict] = None) -> list[Finding]:
     """What the run reports of the engine's findings: those the named paths select, after
-    suppressions (reported unused ones included) and per-file ignores."""
+    suppressions (reported unused ones included) and per-file ignores. `layer`: filled with
+    what each file it settles reports whatever the run names (`AnalysisRecord.reported`)."""
     from ..frontend.source import decode
     from ..report.suppressions import apply_suppressions, install_suppression_facts
     from ..rules import BY_CODE
@@ -448,19 +541,13 @@ def _reported(raw_findings: list[Finding], project, modules, entries, facts, set
                 module.load()
             file_findings = apply_suppressions(module, file_findings, BY_CODE, file_enabled, UnusedSuppression.code, _unused_message, text=text)
         ignored = [codes for glob, codes in file_settings.per_file_ignores if matches_per_file_glob(module.display_path, module.path, glob, file_settings.root)]
-        for finding in file_findings:
-            if any(finding.code.startswith(code) or code == "ALL" for codes in ignored for code in codes):
-                continue
-            if is_selected or _reported_elsewhere(finding, selected):
-                findings.append(finding)
-    for finding in findings:
-        attach_related(finding)
-        rule = BY_CODE.get(finding.code)
-        finding.help = rule.help if rule is not None and rule.help else None
-    findings.sort(key=Finding.sort_key)
+        kept = [f for f in file_findings if not any(f.code.startswith(code) or code == "ALL" for codes in ignored for code in codes)]
+        if layer is not None:
+            layer[module.display_path] = kept
+        findings.extend(f for f in kept if is_selected or _reported_elsewhere(f, selected))
     if progress is not None:
         progress.finish()
-    return findings
+    return _finished(findings)
 
 
 def _reported_elsewhere(finding: Finding, selected: set[str]) -> bool:

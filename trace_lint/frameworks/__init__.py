@@ -1,16 +1,52 @@
 """Frameworks as plug-ins: each one is a section of the API table (`data/api.toml`) and a
-small class saying where its captures are. The prefilter, the engine and the runtime guard
-iterate `FRAMEWORKS` instead of naming ttnn or torch.
+small class saying where its captures are and what its calls do (`effects.Effect`). The
+prefilter, the engine, the rules (through `capture.facts`) and the runtime guard iterate
+`FRAMEWORKS` instead of naming ttnn or torch.
 """
 
 from __future__ import annotations
 
 from ..frontend.prefilter import DEFAULT_WORDS, Prefilter
+from typing import TYPE_CHECKING, Optional
+
 from .base import Framework
+from .effects import CallEffect, Effect
+from .python import Python
 from .torch import TorchCudaGraphs
 from .ttnn import Ttnn
 
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from .effects import Unit
+
 FRAMEWORKS: tuple[Framework, ...] = (Ttnn(), TorchCudaGraphs())
+# The language's own calls with an effect (formatting a device tensor), asked beside them.
+LANGUAGE = Python()
+
+
+def call_effects(call: "cst.Call", name: Optional[str], unit: "Unit") -> tuple[CallEffect, ...]:
+    """What one call does, as every framework in `FRAMEWORKS` (and the language) classifies it."""
+    found: list[CallEffect] = []
+    for framework in (*FRAMEWORKS, LANGUAGE):
+        found.extend(framework.call_effects(call, name, unit))
+    return tuple(found)
+
+
+def subscript_effects(node: "cst.Subscript", unit: "Unit") -> tuple[CallEffect, ...]:
+    """What indexing does, as every framework in `FRAMEWORKS` classifies it."""
+    found: list[CallEffect] = []
+    for framework in FRAMEWORKS:
+        found.extend(framework.subscript_effects(node, unit))
+    return tuple(found)
+
+
+def names_with(effect: Effect) -> frozenset[str]:
+    """The dotted names whose calls have this effect, over every framework."""
+    found: frozenset[str] = frozenset()
+    for framework in FRAMEWORKS:
+        found |= framework.names_with(effect)
+    return found
 
 
 def names_of(query: str) -> frozenset[str]:
@@ -48,4 +84,4 @@ def prefilter_for(settings) -> Prefilter:
     return Prefilter(targets, words)
 
 
-__all__ = ["FRAMEWORKS", "Framework", "capture_queries", "names_of", "prefilter_for"]
+__all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "names_of", "names_with", "prefilter_for", "subscript_effects"]

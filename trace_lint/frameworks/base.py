@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from ..core.api_tables import tables
 
@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from ..semantic.calls import CallResolver
     from ..semantic.project import FunctionInfo, ModuleInfo, Project
+    from .effects import CallEffect, Effect, Unit
     from .region import Region
 
 
@@ -21,6 +22,10 @@ class Framework:
     kinds: frozenset[str] = frozenset()
     # The kind of a root that `captured_callables` finds.
     callable_kind: str = "declared"
+    # Kinds of region that always end (a `with` block): no exception leaves them open.
+    self_closing_kinds: frozenset[str] = frozenset()
+    # What to do about work that first runs inside one of its captures (TRC404).
+    warm_up_advice: str = "run it once before the capture begins"
 
     @property
     def table(self):
@@ -52,7 +57,27 @@ class Framework:
         table = self.table
         return frozenset(getattr(table, "capture_queries", ())) if table is not None else frozenset()
 
-    # -- what a call means (asked by rules through `analyzer.facts`) ------------------------
+    # -- what a call means (asked by rules through `capture.facts`) -------------------------
+    def call_effects(self, call: "cst.Call", name: Optional[str], unit: "Unit") -> tuple["CallEffect", ...]:
+        """What the call does, in this framework's words: each effect with the call named as a
+        message names it and the advice. `name` is the call's dotted name through imports (None
+        for a method of a value); `unit` answers what the call's code knows (its capture kinds,
+        which values are tensors)."""
+        return ()
+
+    def subscript_effects(self, node: "cst.Subscript", unit: "Unit") -> tuple["CallEffect", ...]:
+        """What indexing does to this framework (a boolean mask's data-dependent shape)."""
+        return ()
+
+    def names_with(self, effect: "Effect") -> frozenset[str]:
+        """The dotted names whose calls have this effect: where a rule looks for them."""
+        return frozenset()
+
+    def in_own_capture(self, unit: "Unit") -> bool:
+        """The unit is recorded in one of this framework's captures, or in a declared one (whose
+        framework is unknown)."""
+        return bool(unit.capture_kinds & self.kinds) or "declared" in unit.capture_kinds
+
     def capture_begins(self) -> frozenset[str]:
         """Dotted names whose call begins a capture, or makes the context that does."""
         return frozenset()

@@ -233,12 +233,14 @@ class TraceLintServer(LanguageServer):
 
     def _run_check(self, project: _Project, path: Path, snapshot: dict) -> dict[Path, list[Finding]]:
         sources = {p: text for p, _version, text in snapshot.values()}
-        # Open buffers are named too: named files are always parsed (a syntax error shows).
-        targets = [*([project.root] if project.root is not None else []), *sources]
+        # The open buffers are the named files of a whole-program run (as `check FILE ...`):
+        # the analysis sees the project, and what is reported is located in them (the same
+        # as a run over the whole project filtered to them: tests/test_split_property.py),
+        # which is all that is published. Named files are always parsed (a syntax error shows).
         # The project's result cache, as the CLI keeps it: an edit that no capture reads
         # reuses the last analysis (cache.AnalysisRecord) and costs a parse of that file.
         cache = ResultCache(cache_folder(project.settings)) if project.root is not None else None
-        result = check(targets, project.settings, sources=sources, cache=cache)
+        result = check(list(sources), project.settings, sources=sources, cache=cache, whole_program=project.root is not None, root=project.root)
         if result.errors:
             logger.info("trace-lint: %s", "; ".join(result.errors))
         excluded = self._excluded({p for p, _version, _text in snapshot.values()}, project.settings)

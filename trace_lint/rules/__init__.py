@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from ..core import registry
 from . import allocation, analysis, cuda_graph, host_logic, lifecycle, transfers
 from .base import Invalid, Rule, Valid
 
@@ -12,6 +13,9 @@ ALL_RULES: list[type[Rule]] = sorted(
     key=lambda rule: rule.code,
 )
 BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+for _rule in ALL_RULES:
+    # The registry's precedence, as the classes the engine runs beside a rule.
+    _rule.overruled_by = tuple(BY_CODE[code] for code in registry.OVERRULED_BY.get(_rule.code, ()) if code in BY_CODE)
 
 
 def selected_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:

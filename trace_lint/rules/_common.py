@@ -6,14 +6,12 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from ..frameworks.effects import Effect
 from ..semantic.nodes import call_arguments
 from ..frontend.syntax_walk import children
 
 if TYPE_CHECKING:
     from ..capture.facts import RuleContext
-
-CONTROL_FLOW = (cst.If, cst.While, cst.IfExp, cst.Assert)
-
 
 def enclosing_statement(context: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
     """The small statement holding a node, or the compound statement whose header holds it."""
@@ -23,35 +21,6 @@ def enclosing_statement(context: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
         if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return ancestor
     return node
-
-
-def in_control_flow_test(context: RuleContext, node: cst.CSTNode) -> bool:
-    """Whether the node is part of the test of an if/while/ternary/assert."""
-    chain = [*context.ancestors, node]
-    for index, ancestor in enumerate(chain[:-1]):
-        if isinstance(ancestor, CONTROL_FLOW) and chain[index + 1] is ancestor.test:
-            return True
-    return False
-
-
-def is_read_method_call(context: RuleContext, call: cst.Call) -> bool:
-    """`x.cpu()`, `x.item()`, ... on a receiver that is not a module or a known host value."""
-    func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in context.tables.ttnn.read_methods:
-        return False
-    receiver = func.value
-    if context.qualified_name(receiver) is not None:
-        return False  # a module attribute such as `np.item` is not a tensor method
-    if isinstance(receiver, cst.Call) and reads_to_host(context, receiver):
-        return False  # already on the host
-    if context.torch.is_host(receiver):
-        return False  # a torch tensor made on the host: nothing to read back
-    return True
-
-
-def reads_to_host(context: RuleContext, call: cst.Call) -> bool:
-    name = context.qualified_name(call.func)
-    return name is not None and name in context.tables.ttnn.device_to_host
 
 
 def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[cst.CSTNode]:
@@ -76,7 +45,7 @@ def device_value_in(context: RuleContext, expr: cst.BaseExpression) -> Optional[
                 node.func.attr.value in tensor.metadata_attributes or node.func.attr.value in metadata.methods
             ):
                 continue  # `t.size(0)`, `t.dim()`, `t.is_allocated()`: host metadata
-            if reads_to_host(context, node) or is_read_method_call(context, node) or context.is_device_value(node):
+            if context.effect(node, Effect.READ) is not None or context.is_device_value(node):
                 return node
             # A method of a device tensor (`t.sum()`) computes on its value.
             if isinstance(node.func, cst.Attribute) and context.is_device_value(node.func.value):

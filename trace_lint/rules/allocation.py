@@ -14,9 +14,7 @@ from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
 from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, loops, made_in_region_and_read_after, reaching, within
 from ..semantic.summaries import container_of
-from ..core.api_tables import tables
-from ._common import is_none, keyword
-from ._torch import host_creation
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -111,16 +109,13 @@ class TensorCreation(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.context.qualified_name(node.func)
-        if name is not None and name in self.context.tables.ttnn.creators:
-            region = self.context.region
-            if region is not None and id(node) in reallocations(region, self.facts):
-                return  # the next trace input, allocated where the freed one was
-            self.report(node, f"`{name}` creates a tensor inside a capture; preallocate it before `begin_trace_capture`")
-        elif self.context.torch_api_applies:
-            created = host_creation(self.context, node)
-            if created is not None:
-                self.report(node, f"`{created}` creates a host tensor inside a capture; the graph does not record it, so replay reuses the value made at capture; make it on the device before capturing")
+        found = self.context.effect(node, Effect.CREATION)
+        if found is None:
+            return
+        region = self.context.region
+        if region is not None and id(node) in reallocations(region, self.facts):
+            return  # the next trace input, allocated where the freed one was
+        self.report(node, f"{found.what} creates a tensor inside a capture; {found.advice}")
 
 
 def region_accesses(region: Region) -> tuple[set[str], set[str], set[str], set[str]]:
@@ -432,16 +427,7 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
 
 def allocates(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
     """A device allocation: an allocator, or a creator given a device."""
-    api = tables().ttnn
-    name = facts.qualified_name(call.func, region.module, region.function)
-    if name is None:
-        return False
-    if name in api.device_allocators:
-        return True
-    if name in api.creators or name in api.host_to_device_if_device_kwarg:
-        device = keyword(call, "device")
-        return device is not None and not is_none(device)
-    return False
+    return any(e.effect is Effect.ALLOCATION for e in facts.call_effects(call, region.module, region.function, region))
 
 
 class UnallocatedOutput(Rule):
@@ -494,17 +480,16 @@ class UnallocatedOutput(Rule):
     def check_region(self, region: Region) -> None:
         module = region.module
         _, _, _, read_after = region_accesses(region)
-        ops = tables().ttnn.output_tensor_ops
         for node in iter_body_nodes(region.function):
             if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call) or not region.contains(node):
                 continue
             call = node.value
-            name = self.facts.qualified_name(call.func, module, region.function)
-            if name not in ops or keyword(call, "output_tensor") is not None:
+            found = next((e for e in self.facts.call_effects(call, module, region.function, region) if e.effect is Effect.OUTPUT_ALLOCATION), None)
+            if found is None:
                 continue
             keys = [chain_key(t.target) for t in node.targets]
             if any(k is not None and (k in read_after or "." in k) for k in keys):
-                self.report(call, f"`{name}` allocates the trace output inside the capture; pass a preallocated `output_tensor=`", module=module)
+                self.report(call, f"{found.what} allocates the trace output inside the capture; {found.advice}", module=module)
 
 
 RULES = [TensorCreation, FreedTraceBuffer, UnallocatedOutput]

@@ -61,6 +61,9 @@ class Rule:
     # the captured work reached through calls or declared, or both.
     sees_lexical: ClassVar[bool] = True
     sees_work: ClassVar[bool] = True
+    # The rules whose findings win over this one's where both report the same thing
+    # (`core/registry.py`'s `wins_over`; set by `rules/__init__`): the engine runs them too.
+    overruled_by: ClassVar[tuple[type["Rule"], ...]] = ()
     # Families TRC1-TRC3 are silent inside first-use cache blocks.
     silent_in_first_use_cache: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
@@ -84,16 +87,20 @@ class Rule:
         # The whole-program facts: regions, calls, effects, names, modules.
         self.facts = facts
 
-    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None, chain: Optional[list] = None) -> None:
+    def report(self, node: cst.CSTNode, message: str, *, module: Optional["ModuleInfo"] = None, fix: Optional["Fix"] = None, chain: Optional[list] = None, covers: Optional[cst.CSTNode] = None) -> None:
         """Report at `node`; `fix`: the edits that resolve it (see trace_lint.report.fixes);
-        `chain`: steps (`Related`) from the node down to what it does (a helper's free)."""
+        `chain`: steps (`Related`) from the node down to what it does (a helper's free);
+        `covers`: what the finding is about, where the rules it wins over stay silent
+        (`wins_over` in the registry)."""
         context = getattr(self, "context", None)
         if context is not None and self.silent_in_first_use_cache and context.in_first_use_cache:
             return
+        extra = {}
         if chain:
-            self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix, chain=chain)
-        else:
-            self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix)
+            extra["chain"] = chain
+        if covers is not None:
+            extra["covers"] = covers
+        self._reporter(self, node, message, module or (context.module if context else None), context, fix=fix, **extra)
 
     def report_at(self, module: "ModuleInfo", line: int, column: int, message: str) -> None:
         """Report at a position rather than a node (a file that did not parse)."""

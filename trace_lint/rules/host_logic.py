@@ -10,6 +10,7 @@ from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..semantic.calls import has_decorator
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 
@@ -268,7 +269,7 @@ class BranchOnDeviceValue(_HostLogicRule):
         if found is not None:
             code = self.context.module.code(found) if found in self.context.module.positions else "a device value"
             code = code if len(code) <= 40 else code[:37] + "..."
-            self.report(node, f"control flow on the device value `{code}` reads it to the host at capture and freezes the branch")
+            self.report(node, f"control flow on the device value `{code}` reads it to the host at capture and freezes the branch", covers=test)
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test)
@@ -505,13 +506,6 @@ class HostSideEffect(_HostLogicRule):
             and expr.value not in self.context.capture_time_parameters(function)
         )
 
-    def _draws_on_the_host(self, name: str, call: cst.Call) -> bool:
-        if name not in self.context.tables.python.random_torch_from_input:
-            return _is_host_torch(call)
-        # Drawn on its input's device: a host draw only where that input is known host.
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        return bool(positional) and self.context.torch.is_host(positional[0])
-
     def _outliving_container(self, container: cst.BaseExpression) -> bool:
         """A container that outlives the capture: an attribute of self/cls, of a global or of
         a class (`self.stats`), a module-level container, or one from an enclosing function."""
@@ -557,7 +551,7 @@ class HostSideEffect(_HostLogicRule):
             return True
         if isinstance(value, cst.Call):
             name = context.qualified_name(value.func)
-            return not (name in HOST_BUILTINS or (name is not None and _is_host_library(context, name)))
+            return not (name in HOST_BUILTINS or _is_host_library(context, value))
         if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
             return True  # `buf[:bs]`: a view of a buffer, what tensor code stores and copies
         seen = _seen if _seen is not None else set()
@@ -642,15 +636,9 @@ class HostSideEffect(_HostLogicRule):
             elif self._outliving_container(receiver):
                 self._report_statement(node, f"`.{func.attr.value}()` on `{context.module.code(receiver)}`")
                 return
-        name = context.qualified_name(func)
-        if name is None:
-            return
-        if any(name.startswith(prefix + ".") for prefix in python.random):
-            self._report_statement(node, f"the random draw `{name}`")
-        elif name in python.random_torch_cpu and self._draws_on_the_host(name, node):
-            self._report_statement(node, f"the CPU random draw `{name}`")
-        elif name in python.clock:
-            self._report_statement(node, f"the wall-clock read `{name}`")
+        drawn = context.effect(node, Effect.HOST_RANDOM) or context.effect(node, Effect.CLOCK)
+        if drawn is not None:
+            self._report_statement(node, drawn.what)
 
 
 # Mutators that only sets have: on a tensor they are ops whose result is used.
@@ -684,9 +672,9 @@ def _host_type(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value in host_types
 
 
-def _is_host_library(context, name: str) -> bool:
-    python = context.tables.python
-    return name in python.clock or any(name.startswith(prefix + ".") for prefix in python.random)
+def _is_host_library(context, call: cst.Call) -> bool:
+    """A host library's call: a random draw on the host, a clock read."""
+    return any(e.effect in (Effect.HOST_RANDOM, Effect.CLOCK) for e in context.call_effects(call))
 
 
 def _receiver(function: FunctionInfo) -> Optional[str]:
@@ -698,14 +686,6 @@ def _receiver(function: FunctionInfo) -> Optional[str]:
     return function.params[0]
 
 
-def _is_host_torch(call: cst.Call) -> bool:
-    """A creation-style draw (`torch.rand(n)`): on the host unless a device or generator says
-    otherwise."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("device", "generator"):
-            value = arg.value
-            return isinstance(value, cst.SimpleString) and "cpu" in value.value
-    return True
 
 
 class ShapeArithmetic(_HostLogicRule):

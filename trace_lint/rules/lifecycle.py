@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
@@ -22,6 +23,8 @@ from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
 from ..core.api_tables import tables
+from ..core.config import real_path
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -161,7 +164,7 @@ class CaptureLeftOpen(Rule):
     ]
 
     def check_region(self, region: Region) -> None:
-        if region.end is None or region.kind == "cuda-graph":
+        if region.end is None or self.facts.closes_itself(region):
             return  # ended in another function, or a `with` block, which always closes
         module = region.module
         for node in region.function.nodes:
@@ -890,13 +893,7 @@ class MissingWarmUp(Rule):
         missing = self.unwarmed_calls(region)
         if missing:
             work = region.module.code(missing[0].func)
-            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self._advice(region.kind)}", module=region.module)
-
-    @staticmethod
-    def _advice(kind: str) -> str:
-        if kind == "ttnn":
-            return "call it once before `begin_trace_capture` to compile its programs"
-        return "run it a few times (on a side stream) before capturing the CUDA graph"
+            self.report(region.begin, f"`{work}(...)` runs for the first time inside the capture; {self.facts.warm_up_advice(region.kind)}", module=region.module)
 
     def _helper_warms_itself(self, helper, seen: Optional[set] = None) -> bool:
         """The helper calls its callable outside its own regions before capturing, or hands
@@ -985,8 +982,8 @@ class MissingWarmUp(Rule):
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
                 shown = module.code(site.argument)
-            kind = kinds.get(id(site.helper.function), "ttnn")
-            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {self._advice(kind)}", module=module)
+            advice = self.facts.warm_up_advice(_helper_kind(site.helper, kinds))
+            self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {advice}", module=module)
 
 
 class MissingTraceRegion(Rule):
@@ -1049,27 +1046,43 @@ class MissingTraceRegion(Rule):
     ]
 
     def check_project(self) -> None:
-        if not any(r.kind == "ttnn" for r in self.facts.regions):
+        # A device is captured on through a region that names it (a begin given the device).
+        if not any(r.device is not None for r in self.facts.regions):
             return
-        # ttnn's own question: its devices are opened with the trace region's size.
-        open_calls = tables().ttnn.open_device
+        open_calls = self.facts.names_with(Effect.OPEN_DEVICE)
         reach = DeviceReach(self.facts)
-        for module in self.facts.modules_mentioning(b"open_device", b"open_mesh_device", b"CreateDevice"):
+        # The text only says which modules to parse; the call's effect decides.
+        words = sorted({name.rsplit(".", 1)[-1].encode() for name in open_calls})
+        for module in self.facts.modules_mentioning(*words) if words else ():
             for call, function in module.iter_calls(module.tokens_for(open_calls)):
-                name = self.facts.qualified_name(call.func, module, function)
-                if name not in open_calls:
+                opened = next((e for e in self.facts.call_effects(call, module, function) if e.effect is Effect.OPEN_DEVICE), None)
+                if opened is None or not opened.argument:
                     continue
-                size = keyword(call, "trace_region_size")
+                size = keyword(call, opened.argument)
                 if size is None:
                     if has_star_kwargs(call):
                         continue
-                    message = f"`{name}` without `trace_region_size` leaves no memory for traces"
+                    message = f"{opened.what} without `{opened.argument}` leaves no memory for traces"
                 elif isinstance(size, cst.Integer) and int(size.value.replace("_", ""), 0) == 0 or is_none(size):
-                    message = f"`{name}` with `trace_region_size={module.code(size)}` leaves no memory for traces"
+                    message = f"{opened.what} with `{opened.argument}={module.code(size)}` leaves no memory for traces"
                 else:
                     continue
                 if function is not None and reach.value_reaches_capture(call, function):
                     self.report(call, f"{message}; the device it opens is captured on", module=module)
+
+
+def _helper_kind(helper, kinds: dict[int, str], depth: int = 0) -> Optional[str]:
+    """The kind of capture a helper makes: its own region's, its capturing methods' (a class
+    helper), or that of the helper it hands its callable on to."""
+    for function in (helper.function, *helper.capturing_methods):
+        if function is not None and id(function) in kinds:
+            return kinds[id(function)]
+    if depth < 8:
+        for inner in helper.forwards_to:
+            found = _helper_kind(inner, kinds, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 class DeviceReach:
@@ -1085,7 +1098,7 @@ class DeviceReach:
         self.facts = facts
         self.devices_of: dict[int, set[str]] = {}
         for region in facts.regions:
-            if region.kind == "ttnn" and region.device is not None:
+            if region.device is not None:
                 self.devices_of.setdefault(id(region.function), set()).add(region.device)
         self._param_memo: dict[tuple[int, str], bool] = {}
         self._attribute_memo: dict[tuple[int, str], bool] = {}
@@ -1251,9 +1264,9 @@ class DeviceReach:
             return self._returned_captures(function, depth, field)
         # pytest finds a fixture from the tests of its own folder and below (a conftest.py) or
         # of its module: a fixture of the same name elsewhere is another device.
-        folder = function.module.path.parent
+        folder = _real(function.module).parent
         for module in self.facts.modules_mentioning(name.encode()):
-            if module is not function.module and not module.path.is_relative_to(folder):
+            if module is not function.module and not _real(module).is_relative_to(folder):
                 continue
             if module is not function.module and self._shadowed(name, folder, module):
                 continue
@@ -1269,9 +1282,9 @@ class DeviceReach:
     def _shadowed(self, name: str, folder, module) -> bool:
         """A fixture of the same name nearer to the test module (in itself, or in a
         conftest.py of a folder between) is the one its tests get."""
-        between = [p for p in module.path.parents if p != folder and p.is_relative_to(folder)]
+        between = [p for p in _real(module).parents if p != folder and p.is_relative_to(folder)]
         for candidate in self.facts.modules_mentioning(name.encode()):
-            if candidate is not module and not (candidate.path.name == "conftest.py" and candidate.path.parent in between):
+            if candidate is not module and not (candidate.path.name == "conftest.py" and _real(candidate).parent in between):
                 continue
             candidate.load()
             if any(_fixture_name(f) == name for f in candidate.iter_functions((name,))):
@@ -1300,6 +1313,12 @@ class DeviceReach:
         if isinstance(parent, cst.Arg) and parent.keyword is node:
             return False
         return True
+
+
+def _real(module) -> Path:
+    """A module's file as one absolute path: a run names some files relative to the current
+    folder and finds the rest of the project by walking its root."""
+    return real_path(module.path)
 
 
 def _fixture_name(function: FunctionInfo) -> Optional[str]:
@@ -1471,16 +1490,12 @@ class AllocationAcrossReplay(Rule):
         """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function that free the
         value the `allocated` statement bound (the binding reaches the free: values, not
         names)."""
-        api = tables().ttnn
         out = []
         for node in region.function.nodes:
             if not isinstance(node, cst.Call):
                 continue
-            if self.facts.qualified_name(node.func, region.module, region.function) in api.deallocate and node.args:
-                target = node.args[0].value
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in api.deallocate_methods:
-                target = node.func.value
-            else:
+            target = self.facts.freed_expression(node, region.function)
+            if target is None:
                 continue
             if isinstance(target, cst.Name) and target.value == name:
                 reaching = region.function.bindings.reaching(name, node)

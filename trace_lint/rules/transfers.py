@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._common import in_control_flow_test, is_none, is_read_method_call, keyword, reads_to_host
-from ._torch import device_to_host, host_to_device, sync_call
+from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 
@@ -115,21 +114,9 @@ class HostToDeviceWrite(_TransferRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.torch_api_applies:
-            what = host_to_device(self.context, node)
-            if what is not None:
-                self.report(node, f"{what} writes host data to the device inside a capture; make the static input before capturing and `copy_` new data into it before `replay()`")
-                return
-        name = self.context.qualified_name(node.func)
-        if name is None:
-            return
-        api = self.context.tables.ttnn
-        if name in api.host_to_device:
-            self.report(node, f"`{name}` writes host data to the device inside a capture; copy into the trace input before `execute_trace` instead")
-        elif name in api.host_to_device_if_device_kwarg:
-            device = keyword(node, "device")
-            if device is not None and not is_none(device):
-                self.report(node, f"`{name}(..., device=...)` writes host data to the device inside a capture; create the input before capturing and copy into it")
+        found = self.context.effect(node, Effect.TRANSFER)
+        if found is not None:
+            self.report(node, f"{found.what} writes host data to the device inside a capture; {found.advice}")
 
 
 class DeviceToHostRead(_TransferRule):
@@ -241,25 +228,12 @@ class DeviceToHostRead(_TransferRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        context = self.context
-        if in_control_flow_test(context, node):
-            return  # TRC202's
-        name = context.qualified_name(node.func)
-        if reads_to_host(context, node):
-            self.report(node, f"`{name}` reads a device tensor back to the host inside a capture; read it after `execute_trace`")
-        elif is_read_method_call(context, node):
-            method = node.func.attr.value  # type: ignore[union-attr]
-            self.report(node, f"`.{method}()` reads the device tensor back to the host inside a capture")
-        elif name in context.tables.python.formatting and any(context.is_device_value(a.value) for a in node.args):
-            self.report(node, f"`{name}()` of a device tensor reads it back to the host inside a capture")
-        elif context.in_cuda_graph:
-            what = device_to_host(context, node)
-            if what is not None:
-                self.report(node, f"{what} reads the device tensor back to the host inside a capture")
+        found = self.context.effect(node, Effect.READ)
+        if found is not None:
+            advice = f"; {found.advice}" if found.advice else ""
+            self.report(node, f"{found.what} reads a device tensor back to the host inside a capture{advice}")
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        if in_control_flow_test(self.context, node):
-            return
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression) and self.context.is_device_value(part.expression):
                 self.report(node, "an f-string of a device tensor reads it back to the host inside a capture")
@@ -360,13 +334,9 @@ class SyncInCapture(_TransferRule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.context.qualified_name(node.func)
-        if name is not None and name in self.context.tables.ttnn.syncs:
-            self.report(node, f"`{name}` synchronizes the host inside a capture; the trace cannot record it")
-        elif self.context.torch_api_applies:
-            what = sync_call(self.context, node)
-            if what is not None:
-                self.report(node, f"{what} waits on the GPU inside a capture; a CUDA graph cannot record it and the capture fails")
+        found = self.context.effect(node, Effect.SYNC)
+        if found is not None:
+            self.report(node, f"{found.what} synchronizes with the device inside a capture; {found.advice}")
 
 
 RULES = [HostToDeviceWrite, DeviceToHostRead, SyncInCapture]

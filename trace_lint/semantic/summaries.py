@@ -1,7 +1,8 @@
 """Per-function summaries: what a call does to what it is handed (RULES.md "Summaries").
 
-Each summary is computed from the function's resolved body, transitively through the calls
-the resolver can pin, and never from names or text:
+Each summary is computed from the function's resolved body and its callees' summaries (the
+calls the resolver can pin), a fixed point over the call graph with recursion included
+(`FixedPoint`), never from names or text:
 
 - `frees(function)`: the parameters it frees, or elements or attributes of them
   (`def deallocate_outputs(outs): for t in outs: ttnn.deallocate(t)` frees `outs[]`), each
@@ -33,8 +34,12 @@ from .project import FunctionInfo, ModuleInfo
 if TYPE_CHECKING:
     from .calls import CallResolver, Target
 
-# How many frames down a summary follows calls.
-_DEPTH = 8
+# How many bindings and wrappers (`bool(...)`) a capture-state answer is followed through
+# within one function.
+_BINDINGS_FOLLOWED = 8
+# The longest path a summary follows (attributes and elements after the parameter): a
+# recursion that walks `x.next` would otherwise grow paths without end.
+_LONGEST_PATH = 16
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,10 @@ def path_of(expr: cst.BaseExpression, function: Optional[FunctionInfo] = None, d
         return f"{base}.{expr.attr.value}" if base is not None else None
     if isinstance(expr, cst.Subscript):
         base = path_of(expr.value, function, depth)
-        return f"{base}[]" if base is not None else None
+        if base is None:
+            return None
+        # A slice holds the container's own elements (`outs[1:]`); an index names one.
+        return base if all(isinstance(element.slice, cst.Slice) for element in expr.slice) else f"{base}[]"
     return None
 
 
@@ -112,6 +120,88 @@ def container_of(path: str) -> str:
     return path
 
 
+class FixedPoint:
+    """Values of a monotone equation per key (a function's summary from its own body and
+    its callees' summaries), solved over the call graph as it is discovered: strongly
+    connected components (recursion) are iterated until nothing changes, so a value never
+    depends on which function was asked about first (Tarjan's order, on demand)."""
+
+    def __init__(self, compute: Callable[[object], object], bottom):
+        self._compute = compute  # key -> value, asking `get` for what it depends on
+        self._bottom = bottom
+        self.values: dict = {}
+        self._done: set = set()
+        self._index: dict = {}
+        self._low: dict = {}
+        self._stack: list = []
+        self._frames: list = []
+        self._looped: set = set()
+        self._subjects: dict = {}
+
+    @property
+    def busy(self) -> bool:
+        """Inside a solve: values read now may still grow."""
+        return bool(self._frames)
+
+    def get(self, key, subject):
+        """The value of `key` (`subject`: what `compute` is handed for it)."""
+        if key in self._done:
+            return self.values[key]
+        if key in self._index:
+            # On the stack: recursion. Its value so far; the component is iterated.
+            if self._frames:
+                caller = self._frames[-1]
+                self._low[caller] = min(self._low[caller], self._index[key])
+            self._looped.add(key)
+            return self.values[key]
+        self._index[key] = self._low[key] = len(self._index)
+        self._stack.append(key)
+        self._subjects[key] = subject
+        self.values[key] = self._bottom
+        self._frames.append(key)
+        try:
+            self.values[key] = self._compute(subject)
+        except BaseException:
+            # Too deep to analyse (the engine reports it): nothing of this solve is kept.
+            while self._stack:
+                member = self._stack.pop()
+                for table in (self._index, self._low, self._subjects, self.values):
+                    table.pop(member, None)
+                if member == key:
+                    break
+            raise
+        finally:
+            self._frames.pop()
+        if self._frames:
+            caller = self._frames[-1]
+            self._low[caller] = min(self._low[caller], self._low[key])
+        if self._low[key] == self._index[key]:
+            members = []
+            while True:
+                member = self._stack.pop()
+                members.append((member, self._subjects.pop(member)))
+                if member == key:
+                    break
+            if any(member in self._looped for member, _ in members):
+                self._frames.append(key)  # reads of members return their current values
+                try:
+                    changed = True
+                    while changed:
+                        changed = False
+                        for member, member_subject in members:
+                            value = self._compute(member_subject)
+                            if value != self.values[member]:
+                                self.values[member] = value
+                                changed = True
+                finally:
+                    self._frames.pop()
+            for member, _ in members:
+                self._done.add(member)
+                del self._index[member]
+                self._low.pop(member, None)
+        return self.values[key]
+
+
 class Summaries:
     def __init__(
         self,
@@ -128,13 +218,13 @@ class Summaries:
         # framework call that launches a device program: the two kinds of work to warm up.
         self._user_callable = user_callable
         self._launches = launches
-        self._work: dict[tuple[int, int], frozenset[str]] = {}
-        # Per call site (the call nodes live as long as the run's parsed modules).
+        self._frees = FixedPoint(lambda function: self._own_frees(function), ())
+        self._stores = FixedPoint(lambda function: self._own_stores(function), frozenset())
+        self._runs = FixedPoint(lambda subject: self._own_runs(*subject), frozenset())
+        self._work = FixedPoint(lambda subject: self._own_work(*subject), frozenset())
+        # Per call site (the call nodes live as long as the run's parsed modules), once solved.
         self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
-        self._frees: dict[int, tuple[Freed, ...]] = {}
-        self._stores: dict[int, frozenset[str]] = {}
-        self._runs: dict[tuple[int, int], frozenset[str]] = {}
-        self._capture_state: dict[int, bool] = {}
+        self._capture_state = FixedPoint(lambda function: self._own_capture_state(function), False)
         self._uncaptured: dict[int, frozenset[int]] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
@@ -143,7 +233,7 @@ class Summaries:
 
     def to_caller(self, path: str, call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> Optional[str]:
         """The callee's path in the caller's frame, or None when the call does not fill its
-        parameter."""
+        parameter (or the path grows past what a summary follows: recursion on `x.next`)."""
         root = root_of(path)
         if root not in callee.params:
             return None
@@ -161,19 +251,20 @@ class Summaries:
             base = path_of(arguments[root], caller)
         else:
             return None
-        return None if base is None else base + path[len(root):]
+        if base is None:
+            return None
+        moved = base + path[len(root):]
+        return moved if moved.count(".") + moved.count("[") <= _LONGEST_PATH else None
 
     # -- frees -------------------------------------------------------------------------------
-    def frees(self, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
-        """What the function frees of its parameters, transitively."""
-        key = id(function)
-        if key in self._frees:
-            return self._frees[key]
-        if depth > _DEPTH:
-            return ()
-        self._frees[key] = ()  # a cycle frees nothing more
+    def frees(self, function: FunctionInfo) -> tuple[Freed, ...]:
+        """What the function frees of its parameters, any number of frames down: one free
+        per path, the first in source order."""
+        return self._frees.get(id(function), function)
+
+    def _own_frees(self, function: FunctionInfo) -> tuple[Freed, ...]:
         parameters = set(function.params)
-        found: list[Freed] = []
+        found: dict[str, Freed] = {}
         for node in function.nodes:
             if type(node) is not cst.Call:
                 continue
@@ -181,15 +272,14 @@ class Summaries:
             if direct is not None:
                 path = path_of(direct, function)
                 if path is not None and root_of(path) in parameters:
-                    found.append(Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
+                    found.setdefault(path, Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
                 continue
-            for freed in self.call_frees(node, function, depth + 1):
+            for freed in self.call_frees(node, function):
                 if root_of(freed.path) in parameters:
-                    found.append(freed)
-        result = self._frees[key] = tuple(found)
-        return result
+                    found.setdefault(freed.path, freed)
+        return tuple(found.values())
 
-    def call_frees(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> tuple[Freed, ...]:
+    def call_frees(self, call: cst.Call, function: FunctionInfo) -> tuple[Freed, ...]:
         """The frees a call of a project function makes, as paths of the caller's frame (a
         call that can run several functions frees only what each of them frees)."""
         targets = self._sole_targets(call, function)
@@ -197,7 +287,7 @@ class Summaries:
             return ()
         callee = targets[0].function
         out = []
-        for freed in self.frees(callee, depth):
+        for freed in self.frees(callee):
             path = self.to_caller(freed.path, call, function, callee)
             if path is not None:
                 step = Step(function.module, call, f"`{function.qualname}` calls `{callee.qualname}`")
@@ -216,14 +306,11 @@ class Summaries:
         return None
 
     # -- stores ------------------------------------------------------------------------------
-    def stores(self, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
-        """Attributes of its parameters the function assigns, transitively."""
-        key = id(function)
-        if key in self._stores:
-            return self._stores[key]
-        if depth > _DEPTH:
-            return frozenset()
-        self._stores[key] = frozenset()
+    def stores(self, function: FunctionInfo) -> frozenset[str]:
+        """Attributes of its parameters the function assigns, any number of frames down."""
+        return self._stores.get(id(function), function)
+
+    def _own_stores(self, function: FunctionInfo) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
         for node in function.nodes:
@@ -236,49 +323,46 @@ class Summaries:
                             if path is not None and root_of(path) in parameters:
                                 found.add(path)
             elif type(node) is cst.Call:
-                found |= {p for p in self.call_stores(node, function, depth + 1) if root_of(p) in parameters}
-        result = self._stores[key] = frozenset(found)
-        return result
+                found |= {p for p in self.call_stores(node, function) if root_of(p) in parameters}
+        return frozenset(found)
 
-    def call_stores(self, call: cst.Call, function: FunctionInfo, depth: int = 0) -> frozenset[str]:
+    def call_stores(self, call: cst.Call, function: FunctionInfo) -> frozenset[str]:
         """The attributes a call assigns, as paths of the caller's frame."""
         out: set[str] = set()
         for target in self._sole_targets(call, function):
-            for path in self.stores(target.function, depth):
+            for path in self.stores(target.function):
                 moved = self.to_caller(path, call, function, target.function)
                 if moved is not None:
                     out.add(moved)
         return frozenset(out)
 
     # -- runs --------------------------------------------------------------------------------
-    def runs(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def runs(self, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The calls the function makes, any number of frames down: paths from its
         parameters (`self.model[].decode`) and the project functions reached (`fn:...`);
         `self_class`: the class of `self` in it, where known."""
-        key = (id(function), id(self_class))
-        if key in self._runs:
-            return self._runs[key]
-        if depth > _DEPTH:
-            return frozenset()
-        self._runs[key] = frozenset()
+        return self._runs.get((id(function), id(self_class)), (function, self_class))
+
+    def _own_runs(self, function: FunctionInfo, self_class) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
         for node in function.nodes:
             if type(node) is cst.Call:
-                found |= {r for r in self.call_runs(node, function, self_class, depth + 1) if r.startswith("fn:") or root_of(r) in parameters}
-        result = self._runs[key] = frozenset(found)
-        return result
+                found |= {r for r in self.call_runs(node, function, self_class) if r.startswith("fn:") or root_of(r) in parameters}
+        return frozenset(found)
 
-    def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def call_runs(self, call: cst.Call, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """What a call runs, in the caller's frame: its own callee's path, the functions it
         reaches and what they run."""
         key = (id(call), id(self_class))
         found = self._call_runs.get(key)
         if found is None:
-            found = self._call_runs[key] = self._moved_runs(call, function, self_class, depth)
+            found = self._moved_runs(call, function, self_class)
+            if not self._runs.busy:
+                self._call_runs[key] = found
         return found
 
-    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class, depth: int) -> frozenset[str]:
+    def _moved_runs(self, call: cst.Call, function: FunctionInfo, self_class) -> frozenset[str]:
         out: set[str] = set()
         own = path_of(call.func, function)
         if own is not None:
@@ -286,7 +370,7 @@ class Summaries:
         for target in self.resolver.resolve_all(call, function, self_class):
             callee = target.function
             out.add(function_key(callee))
-            for run in self.runs(callee, target.self_class, depth):
+            for run in self.runs(callee, target.self_class):
                 if run.startswith("fn:"):
                     out.add(run)
                     continue
@@ -295,32 +379,28 @@ class Summaries:
                     out.add(moved)
         return frozenset(out)
 
-    def work(self, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def work(self, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The work a call of the function must have run before for its programs to be
         compiled: the function itself where it launches a framework program, and the user
         callables it calls that the analysis cannot see into (paths from its parameters),
         any number of frames down."""
-        key = (id(function), id(self_class))
-        if key in self._work:
-            return self._work[key]
-        if depth > _DEPTH:
-            return frozenset({"\0"})  # too deep to know: never matched
-        self._work[key] = frozenset()
+        return self._work.get((id(function), id(self_class)), (function, self_class))
+
+    def _own_work(self, function: FunctionInfo, self_class) -> frozenset[str]:
         found: set[str] = set()
         for node in function.nodes:
             if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
                 continue
             if self.resolver.resolve_all(node, function, self_class):
-                found |= self.call_work(node, function, self_class, depth + 1)
+                found |= self.call_work(node, function, self_class)
             elif self._launches(node, function):
                 found.add(function_key(function))
             elif self._user_callable(node, function):
                 path = path_of(node.func, function)
                 found.add(path if path is not None and root_of(path) in function.params else "\0")
-        result = self._work[key] = frozenset(found)
-        return result
+        return frozenset(found)
 
-    def call_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> frozenset[str]:
+    def call_work(self, call: cst.Call, function: FunctionInfo, self_class=None) -> frozenset[str]:
         """The work a call does, in the caller's frame (see `work`); an unresolved call is
         its own callee's path."""
         targets = self.resolver.resolve_all(call, function, self_class)
@@ -329,7 +409,7 @@ class Summaries:
             return frozenset({path}) if path is not None else frozenset({"\0"})
         out: set[str] = set()
         for target in targets:
-            out |= self.move_up(self.work(target.function, target.self_class, depth), call, function, target.function)
+            out |= self.move_up(self.work(target.function, target.self_class), call, function, target.function)
         return frozenset(out)
 
     def move_up(self, paths: frozenset[str], call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> frozenset[str]:
@@ -406,7 +486,7 @@ class Summaries:
         query named, or a local bound to it, also through `getattr(torch.cuda, "name", None)`),
         `bool(...)` of one, a local every reaching binding of which holds one, or a call of
         project functions that each return one?"""
-        if depth > _DEPTH:
+        if depth > _BINDINGS_FOLLOWED:
             return False
         queries = self.capture_queries
         if isinstance(expr, cst.Call):
@@ -419,7 +499,7 @@ class Summaries:
                 reaching = function.bindings.reaching(expr.func.value, expr.func)
                 return bool(reaching) and all(b.kind == "assign" and b.value is not None and self._names_query(b.value, function) for b in reaching)
             targets = self.resolver.resolve_all(expr, function)
-            return bool(targets) and all(self.returns_capture_state(t.function, depth + 1) for t in targets)
+            return bool(targets) and all(self.returns_capture_state(t.function) for t in targets)
         if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
             reaching = function.bindings.reaching(expr.value, expr)
             return bool(reaching) and all(
@@ -440,15 +520,14 @@ class Summaries:
                 return base is not None and f"{base}.{attribute.evaluated_value}" in self.capture_queries
         return False
 
-    def returns_capture_state(self, function: FunctionInfo, depth: int = 0) -> bool:
+    def returns_capture_state(self, function: FunctionInfo) -> bool:
         """Every value the function returns answers whether a capture is recording, on at
         least one path; `None`, `True` or `False` returned where it does not ask (the query
-        missing or failing) are its own answers."""
-        key = id(function)
-        found = self._capture_state.get(key)
-        if found is not None:
-            return found
-        self._capture_state[key] = False  # a cycle answers nothing
+        missing or failing) are its own answers. A recursion answers only through a path
+        that asks (the fixed point starts from "no")."""
+        return self._capture_state.get(id(function), function)
+
+    def _own_capture_state(self, function: FunctionInfo) -> bool:
         asks = False
         answers = function.node.asynchronous is None and not any(type(n) is cst.Yield for n in function.nodes)
         for node in function.nodes if answers else ():
@@ -456,12 +535,11 @@ class Summaries:
                 continue
             if isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
                 continue
-            if not self.answers_capture_state(node.value, function, depth + 1):
+            if not self.answers_capture_state(node.value, function):
                 answers = False
                 break
             asks = True
-        found = self._capture_state[key] = answers and asks
-        return found
+        return answers and asks
 
 
 def function_key(function: FunctionInfo) -> str:

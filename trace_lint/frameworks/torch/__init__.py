@@ -13,6 +13,8 @@ class TorchCudaGraphs(Framework):
     section = "torch"
     kinds = CUDA_GRAPH_KINDS
     callable_kind = "cuda-graph-callable"
+    self_closing_kinds = frozenset({"cuda-graph"})  # `with torch.cuda.graph(g):`
+    warm_up_advice = "run it a few times (on a side stream) before capturing the CUDA graph"
 
     def prefilter_targets(self) -> list[str]:
         # `CUDAGraph()` itself starts nothing: `capture_begin` (a word) does.
@@ -50,3 +52,15 @@ class TorchCudaGraphs(Framework):
         for module in modules:
             for call, target in graphed.find(module):
                 yield module, call, target, f"`{target.qualname}` is captured into a CUDA graph here"
+
+    def call_effects(self, call, name, unit):
+        from .calls import call_effects
+
+        # CUDA graphs' contract applies in CUDA graphs and in declared captures; a draw on
+        # the CPU generator is one in any capture.
+        return call_effects(self.table, call, name, unit, graph_contract=self.in_own_capture(unit))
+
+    def subscript_effects(self, node, unit):
+        from .calls import subscript_effects
+
+        return subscript_effects(self.table, unit, node)

@@ -8,6 +8,7 @@ from ..base import Framework
 class Ttnn(Framework):
     section = "ttnn"
     kinds = frozenset({"ttnn"})
+    warm_up_advice = "call it once before `begin_trace_capture` to compile its programs"
 
     def prefilter_targets(self) -> list[str]:
         # Device opens stay candidates so that a broken file that opens a device is still
@@ -24,3 +25,14 @@ class Ttnn(Framework):
 
     def capture_ends(self):
         return self.table.capture_end
+
+    def call_effects(self, call, name, unit):
+        # ttnn's names and its tensors' read methods are judged in every capture.
+        from .calls import call_effects
+
+        return call_effects(self.table, call, name, unit)
+
+    def names_with(self, effect):
+        from ..effects import Effect
+
+        return self.table.open_device if effect is Effect.OPEN_DEVICE else frozenset()
