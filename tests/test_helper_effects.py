@@ -168,3 +168,11 @@ def test_a_warm_up_over_the_same_layers_through_a_loop_variable():
     # runs the layers `for layer in self.encoder.layers: layer(y)` calls (runner.py:19 not
     # reported); the decoder's layers never ran (28).
     assert finding_set(PROJECTS / "loop_warm_ups") == {("runner.py", 28, "TRC404")}
+
+
+def test_a_container_each_captured_call_makes_anew_is_no_outliving_state():
+    # `backward_body` is captured work (called in `framing`'s region) and makes `pending`
+    # and `grads` on each call; its closure `grad` only runs inside it: appending to
+    # `pending` changes nothing that outlives the capture (line 10 silent). `framing` holds
+    # the region and made `seen` before it, so `note`'s append is lost on replay (line 23).
+    assert finding_set(PROJECTS / "closure_state") == {("closures.py", 23, "TRC203")}

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..semantic.calls import has_decorator
+from ..frontend.syntax_walk import children
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
 from ..frameworks.effects import Effect
@@ -480,7 +481,9 @@ class HostSideEffect(_HostLogicRule):
                     if scope.name in _CONSTRUCTION or name in self.context.capture_time_parameters(scope):
                         return None
                     return "self"
-                return None if scope is function else "closure"
+                if scope is function:
+                    return None
+                return None if self._fresh_in_captured_caller(name, scope, function) else "closure"
             scope = scope.parent
         module = self.context.module
         if name in module.imports or name in module.top_level:
@@ -488,6 +491,26 @@ class HostSideEffect(_HostLogicRule):
         if name in module.globals:
             return "module"
         return None
+
+    def _fresh_in_captured_caller(self, name: str, scope: FunctionInfo, function: FunctionInfo) -> bool:
+        """A container of an enclosing function that each run of it makes anew (`pending =
+        []`), where that function is itself captured work holding no region and the closure
+        runs only inside its runs (its name is only ever called there, never handed on): made
+        during the capture, so nothing of it outlives the capture."""
+        facts = self.context.facts
+        if function.parent is not scope or facts.regions_in(scope) or not facts.capture_kinds(scope, None):
+            return False
+        bindings = scope.bindings.by_name.get(name, [])
+        if not bindings or not all(b.kind in ("assign", "annassign") and _fresh_container(b.value) for b in bindings):
+            return False
+        module = scope.module
+        for node in _subtree(scope.node.body):
+            if isinstance(node, cst.Name) and node.value == function.name:
+                parent = module.parent(node)
+                called = isinstance(parent, cst.Call) and parent.func is node
+                if not called and not (isinstance(parent, cst.FunctionDef) and parent is function.node):
+                    return False
+        return True
 
     def _rooted(self, expr: cst.BaseExpression) -> Optional[str]:
         """The root kind of `a.b.c` / `a[k].b`: the kind of `a`."""
@@ -773,3 +796,19 @@ def _operands(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 RULES = [ConditionalInRegion, BranchOnDeviceValue, HostSideEffect, ShapeArithmetic]
+
+
+def _fresh_container(value: Optional[cst.BaseExpression]) -> bool:
+    """`[]`, `{}`, a comprehension, or `list()` / `dict()` / `set()` with no argument: a new
+    container each time the statement runs."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return True
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict", "set")
+
+
+def _subtree(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))
