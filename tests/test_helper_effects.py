@@ -7,6 +7,7 @@ sets, both directions: the false findings gone, the hazards reported with their 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .cli_helpers import FIXTURES, finding_set, run_cli
 
@@ -176,3 +177,29 @@ def test_a_container_each_captured_call_makes_anew_is_no_outliving_state():
     # `pending` changes nothing that outlives the capture (line 10 silent). `framing` holds
     # the region and made `seen` before it, so `note`'s append is lost on replay (line 23).
     assert finding_set(PROJECTS / "closure_state") == {("closures.py", 23, "TRC203")}
+
+
+def test_a_branch_every_captured_call_fixes_is_not_captured_work():
+    # `scale(..., sync=sync)` from a helper's callable `launch(*, sync=False)` that the helper
+    # calls as `launch()`: `sync` is False in the capture, `if sync: synchronize()` never runs
+    # there (kernels.py:7 and tuning.py:18 silent; the eager `launch(sync=True)` runs outside
+    # it). `shift`'s
+    # synchronize after `if not sync: return` is silent for `record_shift`, which leaves `sync`
+    # to its default, and reported for `record_synced_shift`, which passes True (kernels.py:15,
+    # chain from synced.py only). `tables if tables is not None else upload_tables(...)` never
+    # uploads where the capture passes what a function returning a tuple made (trace.py);
+    # where it passes a parameter of unknown value it does (model.py:5 and 6, from serve.py).
+    project = PROJECTS / "fixed_parameters"
+    assert finding_set(project) == {
+        ("kernels.py", 15, "TRC103"),
+        ("model.py", 5, "TRC101"),
+        ("model.py", 5, "TRC301"),
+        ("model.py", 6, "TRC101"),
+        ("model.py", 6, "TRC301"),
+    }
+    starts = {
+        (Path(f["filename"]).name, f["location"]["row"], f["code"]): {Path(c[0]["filename"]).name for c in f["chains"]}
+        for f in findings_json(project)
+    }
+    assert starts[("kernels.py", 15, "TRC103")] == {"synced.py"}
+    assert all(starts[("model.py", row, code)] == {"serve.py"} for row in (5, 6) for code in ("TRC101", "TRC301"))

@@ -19,6 +19,7 @@ from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
+from .constants import ConstantParameters, start_values
 from .precedence import Claim, decide as decide_precedence
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
@@ -298,13 +299,16 @@ def first_use_flags(
     return flags
 
 
-def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None) -> None:
-    """Dispatch every node of one unit of captured code to the rules, in source order."""
+def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], capture_anchors: Sequence[cst.CSTNode], on_call=None, untaken: frozenset[int] = frozenset()) -> None:
+    """Dispatch every node of one unit of captured code to the rules, in source order;
+    `untaken`: nodes that never run on the calls the capture makes (not captured work)."""
     function, region, module = context.function, context.region, context.module
     nodes = function.nodes if function is not None else module.nodes
     flags = first_use_flags(module, nodes, capture_anchors, function, region, lambda node: context.facts.guarded_by(node, module, function))
     for node in nodes:
         if region is not None and not region.contains(node):
+            continue
+        if untaken and id(node) in untaken:
             continue
         context.node = node
         context.in_first_use_cache = flags[id(node)]
@@ -336,11 +340,15 @@ class Engine:
         self.reach: dict[FunctionInfo, Reach] = {}
         # Which parameters of captured functions hold objects the capture made.
         self.origins = CaptureTimeObjects(self.resolver)
+        # Which parameters every captured call fixes, and the branches they never take.
+        self.constants = ConstantParameters(self.resolver)
         # What functions do, summarised once for every rule.
         self.effects = Effects(self.resolver, frameworks.capture_queries())
         self.roots: list[Root] = []
         self.internal_errors: list[str] = []
         self._chain_of_current: list[list[Related]] = []
+        # Call edges from regions' lexical code (framing: what reach starts from).
+        self._seed_edges: list[tuple] = []
         self.capture_time_now: Optional[dict] = None
         # All that rules read of the analysis.
         self.facts = ProgramFacts(self)
@@ -483,14 +491,26 @@ class Engine:
         self._collect_roots(candidates)
         for region in self.regions:
             self._guarded(region.module, lambda region=region: self._visit_region(region))
+        seeds = list(self._pending)
+        seeded = {function: dict(reach.chains) for function, reach in self.reach.items()}
         self._propagate()
+        if self.constants.solve():
+            # Some calls lie in branches a fixed parameter never takes: reach again without them.
+            self._pending = deque(seeds)
+            self.reach = {function: Reach(dict(chains)) for function, chains in seeded.items()}
+            self.origins = self.origins.without_edges()
+            for caller, call, target, root_id in self._seed_edges:
+                self.origins.add_edge(caller, call, target, root_id)
+            self._propagate(pruned=True)
         for function, reach in list(self.reach.items()):
-            # Capture-time objects are judged per capture site: the function is visited once
-            # for each set of capture-time parameters its sites give it, with their chains.
-            for parameters, chains in self.origins.by_chain(function, reach.chains):
+            # Capture-time objects and fixed parameters are judged per capture site: the
+            # function is visited once for each set of capture-time parameters and untaken
+            # branches its sites give it, with their chains.
+            untaken_by_root = {root_id: self.constants.dead(root_id, function) for root_id in reach.chains}
+            for parameters, untaken, chains in self.origins.by_chain(function, reach.chains, untaken_by_root.get):
                 self._chain_of_current.append(chains)
                 self.capture_time_now = parameters
-                self._guarded(function.module, lambda function=function: self._visit_function(function))
+                self._guarded(function.module, lambda function=function, untaken=untaken: self._visit_function(function, untaken))
                 self._chain_of_current.pop()
             self.capture_time_now = None
         for region in self.regions:
@@ -554,6 +574,7 @@ class Engine:
                 self.roots.append(root)
                 self._pending.append((function, len(self.roots) - 1, [root.related], None))
                 self.origins.add_root(function, len(self.roots) - 1)
+                self.constants.add_start(len(self.roots) - 1, function)
         self._collect_captured_callables(candidates)
 
     def _decorator_name(self, decorator: cst.Decorator, module: ModuleInfo, scope: Optional[FunctionInfo]) -> Optional[str]:
@@ -583,6 +604,7 @@ class Engine:
             self.roots.append(Root(related, kind=kind))
             self._pending.append((site.target, len(self.roots) - 1, [related], None))
             self.origins.add_root(site.target, len(self.roots) - 1)
+            self.constants.add_start(len(self.roots) - 1, site.target, self._callable_values(site))
             if site.caller is not None:
                 self.origins.add_framing(site.caller)
 
@@ -597,6 +619,7 @@ class Engine:
                 self.roots.append(Root(related, kind=framework.callable_kind))
                 self._pending.append((target, len(self.roots) - 1, [related], None))
                 self.origins.add_root(target, len(self.roots) - 1)
+                self.constants.add_start(len(self.roots) - 1, target)
 
     def _add_reach(self, function: FunctionInfo, root_id: int, chain: list[Related], self_class=None) -> None:
         reach = self.reach.setdefault(function, Reach())
@@ -604,10 +627,28 @@ class Engine:
             reach.chains[root_id] = chain
         self._pending.append((function, root_id, reach.chains[root_id], self_class))
 
-    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None) -> None:
+    def _callable_values(self, site) -> dict:
+        """What a helper's callable gets from the helper's own calls of it in its regions
+        (`run()`: each parameter its default); unknown for helpers that hand it on."""
+        helper = site.helper
+        if helper.function is None or helper.cls is not None or helper.forwards_to:
+            return {}
+        calls = [
+            node
+            for region in self.regions
+            if region.function is helper.function
+            for node in helper.function.nodes
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params and region.contains(node)
+        ]
+        return start_values(site.target, calls, bound=not isinstance(site.argument, (cst.Name, cst.Lambda)))
+
+    def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None, seed: bool = False) -> None:
         targets = self.resolver.resolve_all(call, caller, self_class)
         for target in targets:
             self.origins.add_edge(caller, call, target, root_id)
+            self.constants.add_edge(caller, call, target.function, root_id, seed=seed)
+            if seed:
+                self._seed_edges.append((caller, call, target, root_id))
             start = caller.module.range(call).start
             step = Related(caller.module.display_path, Location(start.line, start.column + 1), f"calls `{target.function.qualname}`")
             self._add_reach(target.function, root_id, [*chain, step], target.self_class)
@@ -615,6 +656,7 @@ class Engine:
             # No static target: what the runtime guard saw this call run (capture/observed.py).
             start = caller.module.range(call).start
             for function, edge in self.observed.targets(caller.module, start.line, start.column):
+                self.constants.add_edge(caller, call, function, root_id, seed=seed, opaque=True)
                 step = Related(caller.module.display_path, Location(start.line, start.column + 1), observed_step(function.qualname, edge))
                 self._add_reach(function, root_id, [*chain, step])
 
@@ -626,13 +668,13 @@ class Engine:
             context,
             [(r, v) for r, v in self._visitors if r.sees_lexical],
             self.capture_anchors(region.module),
-            on_call=lambda call: self._edge(region.function, call, root_id, chain),
+            on_call=lambda call: self._edge(region.function, call, root_id, chain, seed=True),
         )
 
-    def _propagate(self) -> None:
+    def _propagate(self, pruned: bool = False) -> None:
         """Breadth-first over calls from captured functions; each function is walked once
         per root and class of `self` (a base method reached from two subclasses calls each
-        one's overrides)."""
+        one's overrides). `pruned`: calls in branches the root's calls never take are no edges."""
         edges_done: set[tuple[int, int, int]] = set()
         while self._pending:
             function, root_id, chain, self_class = self._pending.popleft()
@@ -642,8 +684,10 @@ class Engine:
             if key in edges_done:
                 continue
             edges_done.add(key)
+            untaken = self.constants.dead(root_id, function) if pruned else frozenset()
             for call in self._calls_in(function):
-                self._edge(function, call, root_id, reach.chains[root_id], self_class)
+                if id(call) not in untaken:
+                    self._edge(function, call, root_id, reach.chains[root_id], self_class)
 
     def _calls_in(self, function: FunctionInfo) -> list[cst.Call]:
         cached = getattr(function, "_captured_calls", None)
@@ -658,9 +702,9 @@ class Engine:
             function._captured_calls = calls  # type: ignore[attr-defined]
         return cached
 
-    def _visit_function(self, function: FunctionInfo) -> None:
+    def _visit_function(self, function: FunctionInfo, untaken: frozenset[int] = frozenset()) -> None:
         context = RuleContext(self.facts, function.module, function, None)
-        walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work], self.capture_anchors(function.module))
+        walk_unit(context, [(r, v) for r, v in self._visitors if r.sees_work], self.capture_anchors(function.module), untaken=untaken)
 
 
 def _declared(name: Optional[str], configured: set[str]) -> bool:

@@ -12,7 +12,7 @@ every site's edges.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Callable, Hashable, Iterable, Optional
 
 import libcst as cst
 
@@ -71,22 +71,31 @@ class CaptureTimeObjects:
         self._into.setdefault(target.function, []).append((caller, needs))
 
     # -- the fact, per capture site ------------------------------------------------------------
-    def by_chain(self, function: FunctionInfo, chains: dict) -> list[tuple[dict[FunctionInfo, frozenset], list]]:
+    def by_chain(self, function: FunctionInfo, chains: dict, also: Optional[Callable[[int], Hashable]] = None) -> list[tuple[dict[FunctionInfo, frozenset], Hashable, list]]:
         """The chains reaching `function` (one per capture site) grouped by what the calls
         under their site make capture-time in it and in its enclosing functions (what its
-        code can name): [(answers, chains)]."""
+        code can name), and by what `also` says of their site: [(answers, also's, chains)]."""
         scopes = []
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             scopes.append(scope)
             scope = scope.parent
-        groups: dict[tuple, tuple[dict, list]] = {}
+        groups: dict[tuple, tuple[dict, Hashable, list]] = {}
         for root_id, chain in chains.items():
             solved = self._solved_under(root_id)
             answers = {s: solved.get(s, frozenset()) for s in scopes}
-            key = tuple(tuple(sorted(answers[s])) for s in scopes)
-            groups.setdefault(key, (answers, []))[1].append(chain)
+            extra = also(root_id) if also is not None else None
+            key = (tuple(tuple(sorted(answers[s])) for s in scopes), extra)
+            groups.setdefault(key, (answers, extra, []))[2].append(chain)
         return list(groups.values())
+
+    def without_edges(self) -> "CaptureTimeObjects":
+        """The same roots and framing functions with no call edge yet (reach walked again)."""
+        fresh = CaptureTimeObjects(self.resolver)
+        fresh._roots = set(self._roots)
+        fresh._framing = set(self._framing)
+        fresh._root_start = dict(self._root_start)
+        return fresh
 
     def _solved_under(self, root_id: int) -> dict[FunctionInfo, frozenset]:
         """Capture-time parameters on every call reached from one capture site: the fixed

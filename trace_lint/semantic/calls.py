@@ -321,6 +321,10 @@ class CallResolver:
             and self.project.qualified_name(expr.func, function.module, function) in tables().python.partial
         )
 
+    def is_partial(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        """`functools.partial(f, ...)` (however imported): calling it runs `f` with more arguments."""
+        return self._is_partial(expr, function)
+
     def lambda_function(self, node: cst.Lambda, module: ModuleInfo, enclosing: Optional[FunctionInfo]) -> FunctionInfo:
         """A lambda as a function of its own: its body is the captured work when it is passed
         to a capture helper or called from captured code."""
