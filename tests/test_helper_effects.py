@@ -189,8 +189,11 @@ def test_a_branch_every_captured_call_fixes_is_not_captured_work():
     # chain from synced.py only). `tables if tables is not None else upload_tables(...)` never
     # uploads where the capture passes what a function returning a tuple made (trace.py);
     # where it passes a parameter of unknown value it does (model.py:5 and 6, from serve.py).
+    # A `functools.partial(scale, ..., sync=True)` handed to the same helper synchronizes
+    # (kernels.py:7, from partials.py only).
     project = PROJECTS / "fixed_parameters"
     assert finding_set(project) == {
+        ("kernels.py", 7, "TRC103"),
         ("kernels.py", 15, "TRC103"),
         ("model.py", 5, "TRC101"),
         ("model.py", 5, "TRC301"),
@@ -201,5 +204,6 @@ def test_a_branch_every_captured_call_fixes_is_not_captured_work():
         (Path(f["filename"]).name, f["location"]["row"], f["code"]): {Path(c[0]["filename"]).name for c in f["chains"]}
         for f in findings_json(project)
     }
+    assert starts[("kernels.py", 7, "TRC103")] == {"partials.py"}
     assert starts[("kernels.py", 15, "TRC103")] == {"synced.py"}
     assert all(starts[("model.py", row, code)] == {"serve.py"} for row in (5, 6) for code in ("TRC101", "TRC301"))

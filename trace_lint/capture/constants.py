@@ -239,7 +239,11 @@ class ConstantParameters:
     def _through_partial(self, call: cst.Call, caller: FunctionInfo) -> bool:
         """The call's name is bound to a `functools.partial`: its arguments are not all the
         target's."""
-        func = call.func
+        return self.names_partial(call.func, caller)
+
+    def names_partial(self, func: cst.BaseExpression, caller: Optional[FunctionInfo]) -> bool:
+        """A `functools.partial(...)` written in place, or a name some binding of which that
+        can reach `func` holds one."""
         if isinstance(func, cst.Call):
             return True
         if not isinstance(func, cst.Name):
@@ -451,15 +455,16 @@ def _subtree(node: cst.CSTNode) -> set[int]:
     return found
 
 
-def start_values(target: FunctionInfo, calls: list[cst.Call], bound: bool) -> dict[str, Value]:
-    """The parameters of a capture helper's callable, where every call the helper makes of it
-    in its regions passes nothing: each takes its literal default (a bound method's receiver,
-    and parameters without one, stay unknown)."""
+def start_values(target: FunctionInfo, calls: list[cst.Call]) -> dict[str, Value]:
+    """The parameters of a capture helper's callable (a function, a lambda or a bound method,
+    not a `functools.partial`), where every call the helper makes of it in its regions passes
+    nothing: each takes its literal default (a method's receiver, and parameters without a
+    literal default, stay unknown)."""
     if not calls or any(call.args for call in calls):
         return {}
     parameters = target.node.params
     positional = [*parameters.posonly_params, *parameters.params]
-    if bound and target.cls is not None and not has_decorator(target, "staticmethod") and positional:
+    if target.cls is not None and not has_decorator(target, "staticmethod") and positional:
         positional = positional[1:]
     values: dict[str, Value] = {}
     for param in (*positional, *parameters.kwonly_params):

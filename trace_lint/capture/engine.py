@@ -633,6 +633,8 @@ class Engine:
         helper = site.helper
         if helper.function is None or helper.cls is not None or helper.forwards_to:
             return {}
+        if self.constants.names_partial(site.argument, site.caller):
+            return {}  # the partial's own arguments fill some parameters
         calls = [
             node
             for region in self.regions
@@ -640,7 +642,7 @@ class Engine:
             for node in helper.function.nodes
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params and region.contains(node)
         ]
-        return start_values(site.target, calls, bound=not isinstance(site.argument, (cst.Name, cst.Lambda)))
+        return start_values(site.target, calls)
 
     def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None, seed: bool = False) -> None:
         targets = self.resolver.resolve_all(call, caller, self_class)
