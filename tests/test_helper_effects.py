@@ -207,3 +207,12 @@ def test_a_branch_every_captured_call_fixes_is_not_captured_work():
     assert starts[("kernels.py", 7, "TRC103")] == {"partials.py"}
     assert starts[("kernels.py", 15, "TRC103")] == {"synced.py"}
     assert all(starts[("model.py", row, code)] == {"serve.py"} for row in (5, 6) for code in ("TRC101", "TRC301"))
+
+
+def test_a_wrapper_of_a_library_function_imported_on_each_branch_has_unknown_effects():
+    # `weak_ref_tensors` calls `weak_ref_tensor`, imported from outside the project on each
+    # branch of a module-level `if` (another branch raises): a library call of unknown
+    # effects, not user code, so no warm-up is asked for (line 17, silent). A helper that runs
+    # a torch op and runs only inside the region and after it has no warm-up: a run after
+    # the region is none (line 34, the capture's begin).
+    assert finding_set(PROJECTS / "library_wrappers") == {("lib_backend.py", 34, "TRC404")}

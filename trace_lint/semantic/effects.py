@@ -154,12 +154,26 @@ class Effects:
             return False
         return not self.resolver.resolve_all(value, method)
 
+    def _imported_from_outside(self, name: str, function: FunctionInfo) -> bool:
+        """A module-level name that only imports bind, each from outside the project
+        (`if cuda: from sgl_kernel import f` / `else: from torch_npu._C import f`): a library
+        function whose effects are unknown, not user code."""
+        scope: Optional[FunctionInfo] = function
+        while scope is not None:
+            if scope.bindings.binds(name):
+                return False
+            scope = scope.parent
+        bound = function.module.global_bindings.get(name)
+        return bool(bound) and all(kind == "import" and imported is not None and not _module_of(self.project, imported) for kind, imported, _conditional, _none in bound)
+
     def unseen_user_callable(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call of something the analysis cannot see into that is user code: a local or
         parameter (`model(x)`, `step()`), or an attribute of `self` (`self.model(x)`)."""
         func = call.func
         if isinstance(func, cst.Name):
-            return self.project.qualified_name(func, function.module, function) is None and func.value not in tables().python.not_user_callables
+            if self.project.qualified_name(func, function.module, function) is not None or func.value in tables().python.not_user_callables:
+                return False
+            return not self._imported_from_outside(func.value, function)
         if isinstance(func, cst.Attribute):
             root: cst.BaseExpression = func
             while isinstance(root, cst.Attribute):
@@ -174,6 +188,12 @@ class Effects:
                 first = first.value
             return not self.made_outside(function, first.attr.value)
         return isinstance(func, cst.Subscript)
+
+
+def _module_of(project, dotted: str) -> bool:
+    """Whether a dotted name is in a module of the project (`pkg.mod.f`, `pkg.mod`)."""
+    parts = dotted.split(".")
+    return any(project.module(".".join(parts[:end])) is not None for end in range(len(parts), 0, -1))
 
 
 def _attribute_stores(cls, attribute: str):
