@@ -226,8 +226,9 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
 
     records: list = []
     if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
-        records = list(cache.analysis_records(*_analysis_inputs(settings, entries, hashes)))
-        settled = _settled(records, entries, raw, hashes, admitted, settings)
+        record_key, current = _analysis_inputs(settings, entries, hashes)
+        records = list(cache.analysis_records(record_key, current))
+        settled = _settled(records, entries, raw, current, admitted, settings)
         if settled is not None:
             # Nothing the analysis read has changed, and every file this run reports on was
             # settled by the run that recorded it: neither libcst nor the rules are loaded.
@@ -261,13 +262,13 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     layer: Optional[dict[str, list[Finding]]] = {} if record is not None else None
     errors_before = len(result.errors)
     findings = _reported(raw_findings, project, modules, entries, facts, settings, result, enabled, progress, layer)
-    for module in named_only:
-        # Its parse check is this run's, because it was named: not what any run reports.
-        (layer or {}).pop(module.display_path, None)
     if record is not None:
+        for module in named_only:
+            # Its parse check is this run's, because it was named: not what any run reports.
+            layer.pop(module.display_path, None)
         # What this run settled joins what the record had settled, for the files whose
         # contents are the record's (a file that cannot be read settles nothing).
-        current = {display: content for display, _name, content, _role in hashes}
+        record_key, current = _analysis_inputs(settings, entries, hashes)
         known = record.reported
         if errors_before == len(result.errors):
             settled = {**(record.reported or {}), **layer}
@@ -275,18 +276,17 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         # A record read back that this run settled nothing new in is already on disk: a file
         # it settled again gives the same from the same engine findings and contents.
         if not (record.reused and known is not None and record.reported is not None and record.reported.keys() == known.keys()):
-            cache.store_analysis(_analysis_inputs(settings, entries, hashes)[0], record)
+            cache.store_analysis(record_key, record)
     return findings
 
 
-def _settled(records: list, entries, raw: dict[int, bytes], hashes, admitted: list[int], settings: Settings) -> Optional[list[Finding]]:
+def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
-    (`AnalysisRecord.reported`); None otherwise. A named file the prefilter does not admit
+    (`AnalysisRecord.reported`); None otherwise. `current`: each file's content hash. A named file the prefilter does not admit
     is checked for its syntax errors on its own first: only one that parses is answered here."""
     admitted_set = set(admitted)
     named_only = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT and index not in admitted_set]
-    current = {display: content for display, _name, content, _role in hashes}
     data = {entries[i][2]: content for i, content in raw.items()}
     admitted_paths = {entries[i][2] for i in admitted}
     for record in records:
