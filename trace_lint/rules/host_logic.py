@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..semantic.calls import has_decorator
-from ..frontend.syntax_walk import children
+from ..frontend.syntax_walk import preorder
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
 from ..frameworks.effects import Effect
@@ -504,7 +504,7 @@ class HostSideEffect(_HostLogicRule):
         if not bindings or not all(b.kind in ("assign", "annassign") and _fresh_container(b.value) for b in bindings):
             return False
         module = scope.module
-        for node in _subtree(scope.node.body):
+        for node in preorder(scope.node.body):
             if isinstance(node, cst.Name) and node.value == function.name:
                 parent = module.parent(node)
                 called = isinstance(parent, cst.Call) and parent.func is node
@@ -805,10 +805,3 @@ def _fresh_container(value: Optional[cst.BaseExpression]) -> bool:
         return True
     return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict", "set")
 
-
-def _subtree(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(children(node))
