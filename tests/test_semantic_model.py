@@ -394,3 +394,29 @@ def test_summaries_are_a_fixed_point_whatever_is_asked_first():
         solver = FixedPoint(compute, frozenset())
         assert {key: set(solver.get(key, key)) for key in order} == expected, order
         assert not solver.busy
+
+
+def test_a_package_reexporting_its_submodules_namesake_resolves_without_end(tmp_path):
+    # triton's `runtime/__init__.py` does `from .driver import driver`: `runtime.driver.x`
+    # re-expands to `runtime.driver.driver.x` on every hop; the lookup must end (it recursed
+    # until Python's limit, which the engine reported as "code nested too deeply").
+    project = make_project(
+        tmp_path,
+        {
+            "runtime/__init__.py": "from .driver import driver\n",
+            "runtime/driver.py": """
+                class DriverConfig:
+                    def clear(self):
+                        pass
+
+                driver = DriverConfig()
+            """,
+            "bench.py": """
+                from runtime import driver as d
+                from runtime.driver import DriverConfig
+            """,
+        },
+    )
+    assert project.lookup("runtime.driver.active.clear_cache") is None
+    assert project.lookup("runtime.driver.DriverConfig.clear").qualname == "DriverConfig.clear"
+    assert project.lookup("bench.DriverConfig").qualname == "DriverConfig"

@@ -1065,6 +1065,12 @@ _SCANS_BEFORE_INDEX = 32
 
 
 BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+# Re-exports one dotted name may be followed through. A package that imports a name from its
+# own submodule of the same name (`from .driver import driver` in `runtime/__init__.py`)
+# makes `runtime.driver.x` expand to `runtime.driver.driver.x`, and again, without end; real
+# re-export chains are a few hops long.
+_REEXPORT_HOPS = 16
+
 # Module names a parameter or local variable may stand for (tt-check passes `ttnn` in).
 MODULE_STAND_INS = frozenset({"ttnn", "torch"})
 
@@ -1133,6 +1139,7 @@ class Project:
                 self.by_name[module.own_name] = [module]
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
+        self._lookup_depth = 0
         self._defs: Optional[dict[str, list[ModuleInfo]]] = None
         self._calls: Optional[dict[str, list[ModuleInfo]]] = None
         self._calling_asked = 0
@@ -1245,8 +1252,14 @@ class Project:
         """The project function or class a dotted name designates, following re-exports."""
         if qualified in self._lookups:
             return self._lookups[qualified]
+        if self._lookup_depth >= _REEXPORT_HOPS:
+            return None  # a chain of re-exports this long only grows a name (see _REEXPORT_HOPS)
         self._lookups[qualified] = None  # an import cycle resolves to nothing
-        found = self._lookup(qualified)
+        self._lookup_depth += 1
+        try:
+            found = self._lookup(qualified)
+        finally:
+            self._lookup_depth -= 1
         self._lookups[qualified] = found
         return found
 
