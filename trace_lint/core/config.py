@@ -13,26 +13,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from . import registry
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CODE_SELECTOR = re.compile(r"^(ALL|TRC\d{0,3})$")
-# Every rule code, so that selectors are checked without importing the rules (and libcst):
-# a run with nothing to analyse never loads them. tests/test_config.py keeps it equal to
-# the rule catalogue.
-RULE_CODES = (
-    "TRC001", "TRC002",
-    "TRC101", "TRC102", "TRC103",
-    "TRC201", "TRC202", "TRC203", "TRC204",
-    "TRC301", "TRC302", "TRC303",
-    "TRC401", "TRC403", "TRC404", "TRC405", "TRC406", "TRC408",
-    "TRC501",
-)
-# Rules that only their full code or `ALL` enables (kept equal to the catalogue's by
-# tests/test_config.py, like RULE_CODES).
-OPT_IN_CODES = ("TRC204", "TRC303")
+# Every rule code and the opt-in ones (only their full code or `ALL` enables them), from the
+# one registry: selectors are checked without importing the rules (and libcst).
+RULE_CODES = tuple(spec.code for spec in registry.RULES)
+OPT_IN_CODES = tuple(spec.code for spec in registry.RULES if not spec.default_enabled)
 
 
 def selected_rule_codes(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str]) -> set[str]:
