@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 import libcst as cst
 
 from ..semantic.calls import callee_name, has_decorator
+from ..semantic.bindings import target_names
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
 from ..frameworks.region import Region
@@ -187,14 +188,6 @@ _FIX_RELEVANT = frozenset({
 })
 
 
-def _target_names(expr: cst.CSTNode, into: set[str]) -> None:
-    if isinstance(expr, cst.Name):
-        into.add(expr.value)
-    elif isinstance(expr, (cst.Tuple, cst.List)):
-        for element in expr.elements:
-            _target_names(element.value, into)
-    elif isinstance(expr, cst.StarredElement):
-        _target_names(expr.value, into)
 
 
 def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
@@ -204,21 +197,21 @@ def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
         into.add(node.name.value)
     elif isinstance(node, cst.Assign):
         for target in node.targets:
-            _target_names(target.target, into)
+            into.update(target_names(target.target))
     elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
-        _target_names(node.target, into)
+        into.update(target_names(node.target))
     elif isinstance(node, cst.WithItem) and node.asname is not None:
-        _target_names(node.asname.name, into)
+        into.update(target_names(node.asname.name))
     elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-        _target_names(node.name.name, into)
+        into.update(target_names(node.name.name))
     elif isinstance(node, cst.Del):
-        _target_names(node.target, into)
+        into.update(target_names(node.target))
     elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
         for alias in node.names:
             head = alias.asname.name if alias.asname is not None else alias.name
             while isinstance(head, cst.Attribute):  # `import a.b` binds `a`
                 head = head.value
-            _target_names(head, into)
+            into.update(target_names(head))
 
 
 def _in_loopwithin(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:

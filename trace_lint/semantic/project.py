@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from ..frontend import syntax_limits
-from .bindings import ScopeBindings
+from .bindings import ScopeBindings, target_names
 from .cfg import ControlFlowGraph
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from ..frontend.syntax_walk import Span, children, parse_module, positions
@@ -822,9 +822,9 @@ class _Collector:
             self._import(node)
         elif kind is cst.Assign and not self.enclosing:
             for target in node.targets:
-                self.module.globals.update(_target_names(target.target))
+                self.module.globals.update(target_names(target.target))
         elif kind is cst.AnnAssign and not self.enclosing:
-            self.module.globals.update(_target_names(node.target))
+            self.module.globals.update(target_names(node.target))
         for child in children(node):
             self._walk(child, node, parents)
         self.owner = owner
@@ -1048,15 +1048,6 @@ def element_constructor(value: cst.BaseExpression) -> Optional[cst.BaseExpressio
     return None
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names = []
-        for element in target.elements:
-            names.extend(_target_names(element.value))
-        return names
-    return []
 
 
 
@@ -1090,9 +1081,9 @@ def local_names(function: FunctionInfo) -> frozenset[str]:
         if kind is cst.ClassDef:
             names.add(node.name.value)
         elif kind in _TARGET_HOLDERS:
-            names.update(_target_names(node.target))
+            names.update(target_names(node.target))
         elif kind is cst.AsName:
-            names.update(_target_names(node.name))
+            names.update(target_names(node.name))
     names.difference_update(function.imports)
     result = frozenset(names)
     function._local_names = result  # type: ignore[attr-defined]
