@@ -13,7 +13,7 @@ from ..semantic.bindings import target_names
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
 from ..frameworks.region import Region
-from ..semantic.nodes import call_arguments, iter_body_nodes
+from ..semantic.nodes import iter_body_nodes
 from ..frontend.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
@@ -778,16 +778,9 @@ class MissingWarmUp(Rule):
         return cache[id(function)]
 
     def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
-        params = list(function.params)
-        if function.cls is not None and params and not has_decorator(function, "staticmethod"):
-            params = params[1:]
-        positional, keywords = call_arguments(site)
-        mapping = {}
-        for name, value in zip(params, positional):
-            mapping[name] = caller.module.normalized(value)
-        for name, value in keywords.items():
-            if name in params:
-                mapping[name] = caller.module.normalized(value)
+        params = set(function.params)
+        landing = self.facts.arguments_landing(site, caller, function)
+        mapping = {name: caller.module.normalized(value) for name, value in landing.items() if name in params}
         for name, replacement in mapping.items():
             text = re.sub(_IDENTIFIER.format(re.escape(name)), lambda _m, r=replacement: r, text)
         return text
