@@ -7,6 +7,8 @@
    its cache), after a one-file edit (cache filled before, one file changed; also of a file no
    capture reads), one file alone (`--no-cache`, and after a whole run filled the cache),
    `-j1` against the default jobs, and the peak memory of the cold run.
+Every tree is made a git repository with its files committed, as users run inside a checkout.
+
 2. A generated tree shaped like a TT-NN model repository (bench/gen_model_repo.py: `--models`
    model folders, one file with `--dense-captures` captures; 0 models: skip): the same rows,
    the 50,000-line capture file alone, and the language server's time from a `didChange` to
@@ -333,6 +335,16 @@ def copy_python_files(source: Path, target: Path) -> Path:
     return target
 
 
+def as_git_checkout(root: Path) -> Path:
+    """Make the tree a git repository with everything committed: users run inside their
+    checkout, where discovery reads git's ignore rules and the repository root is the
+    project's root."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org", "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "tree"]):
+        subprocess.run(command, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
+    return root
+
+
 def a_candidate(root: Path, preferred: str) -> Path:
     """`preferred` under root if it exists, else the first file that mentions a capture."""
     if (root / preferred).is_file():
@@ -364,12 +376,12 @@ def main() -> None:
             tree = args.path.resolve()
             title = "given tree"
         else:
-            tree = copy_python_files(torch_tree(), work / "torch")
+            tree = as_git_checkout(copy_python_files(torch_tree(), work / "torch"))
             title = "torch (a copy of the installed package's .py files)"
         edit = a_candidate(tree, "cuda/graphs.py")
         bench_tree(tree, args.repeat, work / "a", edit, edit, title)
         if args.models:
-            repo = gen_model_repo.generate(work / "repo", args.models, args.dense_captures)
+            repo = as_git_checkout(gen_model_repo.generate(work / "repo", args.models, args.dense_captures))
             model_file = gen_model_repo.lsp_file(repo)
             bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository")
             dense_file = repo / gen_model_repo.DENSE_FILE
@@ -382,7 +394,7 @@ def main() -> None:
                 if unread is not None:  # an edit no capture reads: the analysis is reused
                     bench_lsp(repo, unread, args.repeat, args.lsp_timeout)
         if args.dense:
-            dense = generate(work / "tree", args.dense)
+            dense = as_git_checkout(generate(work / "tree", args.dense))
             bench_tree(dense, args.repeat, work / "c", dense / "dense" / "layers_0.py", dense / "dense" / "model_0.py", "generated trace-dense tree (gen_tree.py)", floor=True)
 
     ttnn_python = os.environ.get("TRACE_LINT_TTNN_PYTHON")
