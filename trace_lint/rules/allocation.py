@@ -299,7 +299,10 @@ class FreedTraceBuffer(Rule):
             if after and (released_before(region, node) or not executable_after(region, node, executed_after)):
                 continue
             if "." in key:
-                kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
+                # A helper called in the region that frees the chain reads it there too
+                # (`self.infra.run()` whose model frees `self.infra.input`).
+                read_by_helper = bool(free.steps) and not after and key in before and key not in bound_in
+                kind = "input" if key in chain_inputs or read_by_helper else "output" if key in chain_outputs else None
             else:
                 values = reaching(region, key, node)
                 places = {binding_place(region, b) for b in values}
@@ -404,25 +407,40 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     graph = region.function.cfg
     found: set[int] = set()
     inputs = input_names(region)
-    _, _, _, read_after = region_accesses(region)
+    before, read_in, _, read_after = region_accesses(region)
+    unpaired = []
     for free in frees(region, facts):
         key = free.key
         if not region.contains(free.call):
             continue
         if "." not in key and key not in inputs:
             continue
-        if not ("." in key or key in read_after):
-            continue  # not kept as the next input
         # The next access of the key on a path from the free is a binding to an allocation.
         at_free = graph.statement_of(free.call)
         others = [a for a in accesses(region.function) if a.key == key and a.statement is not at_free and region.contains(a.node)]
-        for access in others:
+        for access in others if ("." in key or key in read_after) else ():
             value = assigned_value(access.statement)
             if access.kind != "bind" or not isinstance(value, cst.Call) or not allocates(facts, value, region):
                 continue
             between = [a.node for a in others if a.statement is not access.statement]
             if graph.runs_before(free.call, access.statement, avoiding=between):
                 found.update((id(free.call), id(value)))
+        if id(free.call) not in found and ("." not in key or key in before):
+            unpaired.append(free)
+    # The next input may be kept under another name than the freed one (a runner freeing
+    # `self.infra.input` through the model and keeping the new buffer as `self.input`):
+    # an allocation after the free, bound to a name or attribute that nothing in the region
+    # reads and that is stored or read after the end. Each allocation replaces one free.
+    for free in unpaired:
+        for access in accesses(region.function):
+            value = assigned_value(access.statement) if access.kind == "bind" and region.contains(access.node) else None
+            if not isinstance(value, cst.Call) or id(value) in found or access.key in read_in:
+                continue
+            if not ("." in access.key or access.key in read_after) or not allocates(facts, value, region):
+                continue
+            if graph.runs_before(free.call, access.statement):
+                found.update((id(free.call), id(value)))
+                break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
 
