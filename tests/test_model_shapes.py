@@ -21,3 +21,14 @@ def test_next_input_kept_under_another_name_than_the_freed_one():
         ("runner.py", 47, "TRC401"),
         ("runner.py", 48, "TRC302"),
     }
+
+
+def test_a_parameter_rebound_before_the_free_is_not_freed():
+    # `layer(hidden)` rebinds `hidden = ttnn.layer_norm(hidden)` before `attention` frees it
+    # (decoder.py:12-13): the call frees a value `layer` made, not its argument, so the
+    # region's `run(l1_input)` frees nothing of the caller's, and the region's own free of
+    # `l1_input` pairs with the next input allocated into `self.next_input` (generator.py:
+    # 19-21, the re-allocation idiom: no TRC302, no TRC301). `scaled_layer` frees its
+    # argument on the path where `scale` is false (decoder.py:18-20): TRC302 at line 32.
+    assert finding_set(PROJECTS / "rebound_parameter") == {("generator.py", 32, "TRC302")}
+

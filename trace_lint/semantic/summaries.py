@@ -104,6 +104,13 @@ def _bound_path(name: cst.Name, function: FunctionInfo, depth: int) -> Optional[
     return None
 
 
+def _holds_parameter(path: str, node: cst.CSTNode, function: FunctionInfo, parameters: set[str]) -> bool:
+    """The path starts at a parameter that still holds what the caller passed where the node
+    runs: after `x = ttnn.layer_norm(x)` a free of `x` frees the new value, not the argument."""
+    root = root_of(path)
+    return root in parameters and any(b.kind == "param" for b in function.bindings.reaching(root, node))
+
+
 def root_of(path: str) -> str:
     end = len(path)
     for mark in (".", "["):
@@ -271,11 +278,11 @@ class Summaries:
             direct = self.freed_expression(node, function)
             if direct is not None:
                 path = path_of(direct, function)
-                if path is not None and root_of(path) in parameters:
+                if path is not None and _holds_parameter(path, node, function, parameters):
                     found.setdefault(path, Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
                 continue
             for freed in self.call_frees(node, function):
-                if root_of(freed.path) in parameters:
+                if _holds_parameter(freed.path, node, function, parameters):
                     found.setdefault(freed.path, freed)
         return tuple(found.values())
 
