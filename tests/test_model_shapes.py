@@ -32,3 +32,16 @@ def test_a_parameter_rebound_before_the_free_is_not_freed():
     # argument on the path where `scale` is false (decoder.py:18-20): TRC302 at line 32.
     assert finding_set(PROJECTS / "rebound_parameter") == {("generator.py", 32, "TRC302")}
 
+
+def test_executor_checks_the_new_input_address_inside_the_region():
+    # `PipelinedExecutor` frees the trace input under `if l1.is_allocated():` and allocates
+    # the next input as `self.l1_input` (executors.py:26-28), then reads that new buffer's
+    # address and compares it before the end (29-31): the re-allocation idiom still holds
+    # (reading the new input after its allocation is no read of the freed one), so no TRC302
+    # or TRC301. `CheckedExecutor` calls a helper that only reads `self.l1_input`'s address
+    # and compares it (executors.py:53-56): it launches no device program, so TRC404 does not
+    # judge the call on line 49. Both regions stay open on an exception (TRC401).
+    assert finding_set(PROJECTS / "executors") == {
+        ("executors.py", 24, "TRC401"),
+        ("executors.py", 47, "TRC401"),
+    }

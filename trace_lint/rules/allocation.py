@@ -407,7 +407,7 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     graph = region.function.cfg
     found: set[int] = set()
     inputs = input_names(region)
-    before, read_in, _, read_after = region_accesses(region)
+    before, _, _, read_after = region_accesses(region)
     unpaired = []
     for free in frees(region, facts):
         key = free.key
@@ -430,11 +430,12 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
     # The next input may be kept under another name than the freed one (a runner freeing
     # `self.infra.input` through the model and keeping the new buffer as `self.input`):
     # an allocation after the free, bound to a name or attribute that nothing in the region
-    # reads and that is stored or read after the end. Each allocation replaces one free.
+    # reads before it and that is stored or read after the end (its address checked after
+    # it is fine). Each allocation replaces one free.
     for free in unpaired:
         for access in accesses(region.function):
             value = assigned_value(access.statement) if access.kind == "bind" and region.contains(access.node) else None
-            if not isinstance(value, cst.Call) or id(value) in found or access.key in read_in:
+            if not isinstance(value, cst.Call) or id(value) in found or _read_in_region_before(region, access):
                 continue
             if not ("." in access.key or access.key in read_after) or not allocates(facts, value, region):
                 continue
@@ -443,6 +444,14 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
                 break
     region._reallocations = found  # type: ignore[attr-defined]
     return found
+
+
+def _read_in_region_before(region: Region, binding) -> bool:
+    """The bound name or attribute is read in the region before this binding of it."""
+    return any(
+        a.kind == "read" and a.key == binding.key and region.contains(a.node) and a.position < binding.position
+        for a in accesses(region.function)
+    )
 
 
 def allocates(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:

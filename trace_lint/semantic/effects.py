@@ -181,6 +181,8 @@ class Effects:
             receiver = function.params[0] if function.cls is not None and function.params and not has_decorator(function, "staticmethod") else None
             python = tables().python
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
+            # `self.l1_input.buffer_address()`: host metadata of a tensor attribute, no work at all.
+            host = host or func.attr.value in tables().host_metadata.methods
             if not (isinstance(root, cst.Name) and root.value == receiver) or host:
                 return False
             first = func
