@@ -1,6 +1,6 @@
 """trace-lint against ruff, in one run, on the same trees.
 
-    python bench/bench.py [PATH] [--repeat 5] [--dense 1000] [--models 90] [--dense-captures 4546] [--no-lsp]
+    python bench/bench.py [PATH] [--repeat 5] [--dense 1000] [--models 90] [--dense-captures 4546] [--no-lsp | --only-lsp]
 
 1. PATH (default: a copy of the installed torch package's source folder): ruff
    `check --no-cache --select E9,F`, then `trace-lint check` cold (`--no-cache`), warm (from
@@ -12,6 +12,7 @@
    the 50,000-line capture file alone, and the language server's time from a `didChange` to
    its diagnostics for an edit in the tree's 2,000-line model file, and in a file no capture
    reads.
+   `--only-lsp`: only these language-server rows (and ruff's time on the tree, for the load).
 3. The older generated trace-dense tree (bench/gen_tree.py, `--dense` modules of each kind;
    0: skip): the same rows plus libcst's bare `parse_module` of every file (the floor).
 4. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
@@ -311,6 +312,25 @@ def _diagnostics_for(message: dict, uri: str, version: int) -> bool:
     return params.get("uri") == uri and params.get("version") in (version, None)
 
 
+def bench_lsp_only(work: Path, args) -> None:
+    """The language server rows alone: the TT-NN-shaped tree, one run to find a file no
+    capture reads, then the same measurements as the full bench."""
+    import gen_model_repo
+
+    repo = gen_model_repo.generate(work / "repo", max(args.models, 1), args.dense_captures)
+    model_file = gen_model_repo.lsp_file(repo)
+    ruff_time, _ = timed([_tool("ruff"), "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(repo)], args.repeat, repo)
+    print(f"ruff check --no-cache --select E9,F on the tree: {ruff_time:.3f} s (the machine's load)")
+    config = work / "b" / "pyproject.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[tool.trace-lint]\ncache-dir = "{(work / "b" / "cache").as_posix()}"\n')
+    run_once([_tool("trace-lint"), "check", "--config", str(config), "--exit-zero", "--output-format", "concise", str(repo)], repo)
+    bench_lsp(repo, model_file, args.repeat, args.lsp_timeout)
+    unread = unread_file(work / "b" / "cache", repo)
+    if unread is not None:
+        bench_lsp(repo, unread, args.repeat, args.lsp_timeout)
+
+
 # -- trees -----------------------------------------------------------------------------------
 
 
@@ -352,6 +372,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=90, help="model folders in the TT-NN-shaped tree (0: skip)")
     parser.add_argument("--dense-captures", type=int, default=4546, help="captures in that tree's one big test file")
     parser.add_argument("--no-lsp", action="store_true", help="skip the language server measurement")
+    parser.add_argument("--only-lsp", action="store_true", help="only the language server rows (on the TT-NN-shaped tree)")
     parser.add_argument("--lsp-timeout", type=float, default=300.0)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
@@ -360,6 +381,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="trace-lint-bench-") as temporary:
         work = Path(temporary)
+        if args.only_lsp:
+            bench_lsp_only(work, args)
+            return
         if args.path is not None:
             tree = args.path.resolve()
             title = "given tree"
