@@ -300,9 +300,9 @@ class TraceLintServer(LanguageServer):
             kept.parses.keep_used()
             kept.inputs.end()
             kept.cache.end()
-        if not self._frozen:
-            # After the first check: what it keeps (the project's parses) is moved out of
-            # the collector's sight for good, so later collections walk only what is new.
+        if not self._frozen and any(kept.parses.sizes() or ()):
+            # After the first check that parsed: what it keeps (the project's parses) is moved
+            # out of the collector's sight for good, so later collections walk only what is new.
             self._frozen = True
             gc.collect()
             gc.freeze()
