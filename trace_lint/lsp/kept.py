@@ -229,11 +229,36 @@ class KeptResultCache(ResultCache):
     """The project's result cache, with each analysis record decoded once: a record's
     decoding is a pure function of its bytes (and of the key and files it is checked
     against), kept by them; each read gets its own record around the decoded groups (a run
-    marks and replaces a record's own fields, never a group's)."""
+    marks and replaces a record's own fields, never a group's). Writes wait until `flush`
+    (the server calls it once the diagnostics are out); any read flushes them first."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         self._decoded: _UsedDict = _UsedDict()
+        self._pending: list = []
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for write in pending:
+            write()
+
+    def store(self, key: str, findings, files_checked: int) -> None:
+        self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))
+
+    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+        self._pending.append(lambda: ResultCache.store_analysis(self, key, record))
+
+    def load(self, key: str, files=(), files_checked: Optional[int] = None):
+        self.flush()
+        return super().load(key, files, files_checked)
+
+    def touch_analysis(self, key: str, hashes: dict[str, str]) -> None:
+        self.flush()
+        super().touch_analysis(key, hashes)
+
+    def analysis_records(self, key: str, files):
+        self.flush()
+        return super().analysis_records(key, files)
 
     def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
         memo = (data, key, files)

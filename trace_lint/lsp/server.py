@@ -265,6 +265,16 @@ class TraceLintServer(LanguageServer):
             if current is None or current.version != version:
                 continue  # edited meanwhile: a newer check is on its way
             self._publish(other_uri, version, text, findings.get(other_path, []))
+        # The check's cache entries are written now, after its diagnostics, on the check's
+        # thread (so before the next check, which would flush them itself anyway).
+        self._executor.submit(self._flush_caches)
+
+    def _flush_caches(self) -> None:
+        for kept in list(self._kept.values()):
+            try:
+                kept.cache.flush()
+            except Exception as error:  # a cache that cannot be written is no error of the check
+                logger.info("trace-lint: writing the cache failed: %s: %s", type(error).__name__, error)
 
     def kept_for(self, project: _Project) -> "_Kept":
         """What checks of this project keep between them; made anew where the cache folder
@@ -272,14 +282,21 @@ class TraceLintServer(LanguageServer):
         folder = cache_folder(project.settings)
         kept = self._kept.get(project.root)
         if kept is None or kept.cache.folder != folder:
+            if kept is not None:
+                kept.cache.flush()
             kept = self._kept[project.root] = _Kept(KeptParses(), KeptInputs(), KeptResultCache(folder))
         return kept
 
     def forget_files(self) -> None:
         """The editor says files changed on disk (or settings did): read everything again.
-        Parses are kept: they are keyed by the text they were made from."""
-        for kept in self._kept.values():
-            kept.inputs.forget()
+        Parses are kept: they are keyed by the text they were made from. Done on the checks'
+        thread (what is kept is theirs), before any check scheduled after this."""
+
+        def forget() -> None:
+            for kept in list(self._kept.values()):
+                kept.inputs.forget()
+
+        self._executor.submit(forget)
 
     def _run_check(self, project: _Project, path: Path, snapshot: dict) -> dict[Path, list[Finding]]:
         sources = {p: text for p, _version, text in snapshot.values()}
