@@ -24,6 +24,7 @@ from lsprotocol import types  # noqa: E402
 from pygls.io_ import StdoutWriter  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
+from trace_lint.driver.cache import content_hash  # noqa: E402
 from trace_lint.lsp.framing import dispatch  # noqa: E402
 from trace_lint.lsp.server import create_server  # noqa: E402
 
@@ -262,6 +263,11 @@ async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pyt
         # The edited def again; helpers.py, unchanged, is not parsed again.
         assert any("y = ttnn.relu(out)" in text for text in parsed)
         assert not any("def release" in text for text in parsed)
+        # The check's cache entries are written once its diagnostics are out: the CLI
+        # finds the analysis of the edited text.
+        server._executor.submit(lambda: None).result(timeout=60)
+        recorded = [json.loads(p.read_text())["hashes"] for p in (tmp_path / ".trace-lint-cache").glob("analysis-*.json")]
+        assert any(content_hash(edited.encode()) in hashes.values() for hashes in recorded)
     finally:
         server._executor.shutdown(wait=True)
 
