@@ -12,7 +12,8 @@
    the 50,000-line capture file alone, and the language server's time from a `didChange` to
    its diagnostics for an edit in the tree's 2,000-line model file, and in a file no capture
    reads.
-   `--only-lsp`: only these language-server rows (and ruff's time on the tree, for the load).
+   `--only-lsp`: only these language-server rows (and ruff's time on the tree, for the load),
+   with the server's CPU seconds per edit.
 3. The older generated trace-dense tree (bench/gen_tree.py, `--dense` modules of each kind;
    0: skip): the same rows plus libcst's bare `parse_module` of every file (the floor).
 4. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
@@ -271,9 +272,19 @@ class LspClient:
             self.process.wait()
 
 
-def bench_lsp(root: Path, path: Path, repeat: int, timeout: float) -> None:
+def _process_seconds(pid: int) -> Optional[float]:
+    """CPU seconds (user + system) a process has used, from /proc (None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def bench_lsp(root: Path, path: Path, repeat: int, timeout: float, cpu: bool = False) -> None:
     """Time from a didChange (one line edited) to the diagnostics for that version, with the
-    debounce set to 0 (the time measured is what comes after the debounce)."""
+    debounce set to 0 (the time measured is what comes after the debounce). `cpu`: also the
+    server's CPU seconds per edit (a shared machine's load stretches the wall time, not this)."""
     env = dict(os.environ, TRACE_LINT_LSP_DEBOUNCE="0")
     client = LspClient([_tool("trace-lint"), "lsp"], root, env)
     uri = path.as_uri()
@@ -286,19 +297,26 @@ def bench_lsp(root: Path, path: Path, repeat: int, timeout: float) -> None:
         client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
         first = client.wait_for(lambda m: _diagnostics_for(m, uri, 1), timeout)
         opened = first["time"] - start
-        samples = []
+        samples, cpu_samples = [], []
         lines = text.splitlines(keepends=True)
         middle = len(lines) // 2
         for version in range(2, repeat + 2):
             edited = "".join(lines[:middle] + [f"# edited {version}\n"] + lines[middle:])
+            used = _process_seconds(client.process.pid) if cpu else None
             start = time.perf_counter()
             client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": edited}]})
             message = client.wait_for(lambda m: _diagnostics_for(m, uri, version), timeout)
             samples.append(message["time"] - start)
+            if used is not None:
+                after = _process_seconds(client.process.pid)
+                if after is not None:
+                    cpu_samples.append(after - used)
         count = len(first["params"]["diagnostics"])
         print(f"\n### language server: {path.relative_to(root)} ({len(lines)} lines), debounce 0\n")
         print(f"didOpen -> diagnostics: {opened:.3f} s ({count} diagnostics)")
         print(f"didChange -> diagnostics: median {statistics.median(samples):.3f} s over {len(samples)} edits (target <= 0.200 s)")
+        if cpu_samples:
+            print(f"server CPU per edit (user + system, {1 / os.sysconf('SC_CLK_TCK'):.2f} s ticks): median {statistics.median(cpu_samples):.3f} s")
     except TimeoutError:
         print(f"\nlanguage server: no diagnostics within {timeout:.0f} s (the row is missing, not zero)")
     finally:
@@ -325,10 +343,10 @@ def bench_lsp_only(work: Path, args) -> None:
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(f'[tool.trace-lint]\ncache-dir = "{(work / "b" / "cache").as_posix()}"\n')
     run_once([_tool("trace-lint"), "check", "--config", str(config), "--exit-zero", "--output-format", "concise", str(repo)], repo)
-    bench_lsp(repo, model_file, args.repeat, args.lsp_timeout)
+    bench_lsp(repo, model_file, args.repeat, args.lsp_timeout, cpu=True)
     unread = unread_file(work / "b" / "cache", repo)
     if unread is not None:
-        bench_lsp(repo, unread, args.repeat, args.lsp_timeout)
+        bench_lsp(repo, unread, args.repeat, args.lsp_timeout, cpu=True)
 
 
 # -- trees -----------------------------------------------------------------------------------

@@ -208,7 +208,7 @@ async def test_every_publish_equals_the_cli_on_the_same_contents(client: Languag
     (workspace / "sub" / "extra.py").write_text(EXTRA_FREEING, encoding="utf-8")
     found = await editor.edit("helpers.py", HELPERS_THROUGH_DISK)
     assert [f[0] for f in found["model.py"]].count("TRC302") == 1
-    # Long enough for the server to trust what it read (lsp/kept.py RACY_NS), then read it
+    # Long enough for the server to trust what it read (lsp/kept.py _quiet), then read it
     # again: the module's text changes on disk, the folder's entries do not.
     await asyncio.sleep(2.2)
     await editor.edit("model.py", "# settle\n" + MODEL)
@@ -277,3 +277,17 @@ async def _until(condition, limit: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the server never got there"
         await asyncio.sleep(0.02)
+
+
+def test_a_stat_is_trusted_once_the_file_system_clock_has_moved_past_it():
+    from trace_lint.lsp.kept import RACY_FINE_NS, RACY_NS, _quiet
+
+    now = 1_700_000_000_123_456_789
+    fine = (now - 2 * RACY_FINE_NS, now - 2 * RACY_FINE_NS, 10, 1, 1)
+    assert _quiet(fine, now)
+    assert not _quiet((now - RACY_FINE_NS // 2,) * 2 + (10, 1, 1), now)
+    # Whole seconds: a file system that may keep no finer (FAT: 2 s) waits the long window.
+    whole = now - now % 1_000_000_000 - 1_000_000_000
+    assert not _quiet((whole, whole, 10, 1, 1), now)
+    assert _quiet((whole - RACY_NS, whole - RACY_NS, 10, 1, 1), now)
+    assert _quiet(None, now)  # nothing there: nothing to trust

@@ -17,8 +17,11 @@ from ..driver.checker import RunInputs
 from ..frontend.source import PACKAGE_FILES
 
 # A file or folder changed this recently (nanoseconds) may change again within the same tick
-# of the file system's clock without its stat showing it ("racy git"): read it again.
+# of the file system's clock without its stat showing it ("racy git"): read it again. A time
+# in whole seconds may come from a file system that keeps no finer (FAT keeps 2 s); one with
+# nanoseconds from one whose tick is the kernel's (a few milliseconds at most).
 RACY_NS = 2_000_000_000
+RACY_FINE_NS = 100_000_000
 
 
 class _UsedDict(dict):
@@ -110,7 +113,11 @@ def _kind(path: str) -> Optional[bool]:
 
 def _quiet(stamp: Optional[tuple], started: int) -> bool:
     """Whether a stat taken at `started` can be trusted to show any later change."""
-    return stamp is None or max(stamp[0], stamp[1]) < started - RACY_NS
+    if stamp is None:
+        return True
+    changed = max(stamp[0], stamp[1])
+    coarse = stamp[0] % 1_000_000_000 == 0 or stamp[1] % 1_000_000_000 == 0
+    return changed < started - (RACY_NS if coarse else RACY_FINE_NS)
 
 
 class KeptInputs(RunInputs):
@@ -118,7 +125,8 @@ class KeptInputs(RunInputs):
     (served while every folder it listed and every ignore file it looked for has the same
     stat), each file's bytes (while the file's stat is the same), content hashes and the
     prefilter's answers (keyed by the bytes themselves), module names and display paths
-    (while the discovery stands). Anything changed within the last RACY_NS is read again."""
+    (while the discovery stands). Anything changed too recently to trust its stat (`_quiet`)
+    is read again."""
 
     def __init__(self) -> None:
         self._settings_key: Optional[tuple] = None
