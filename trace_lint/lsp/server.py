@@ -113,10 +113,12 @@ class TraceLintServer(LanguageServer):
         self._changed_since_pull: set[str] = set()
         # Per project root: what its checks keep between them (see kept_for).
         self._kept: dict[Optional[Path], _Kept] = {}
-        # One check at a time, off the event loop: requests keep being answered meanwhile.
+        # Checks holding garbage collection off (see _collection_held), and whether the
+        # first kept parses were frozen out of the collector's sight.
         self._collection_holds = 0
-        self._frozen = False
         self._collection_was_enabled = True
+        self._frozen = False
+        # One check at a time, off the event loop: requests keep being answered meanwhile.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-lint-check")
 
     # -- documents -------------------------------------------------------------------------
@@ -174,6 +176,12 @@ class TraceLintServer(LanguageServer):
         self.checked.pop(uri, None)
         self._changed_since_pull.discard(uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if not any(other != uri and self.is_python(other) for other in list(self.workspace.text_documents)):
+            self._executor.submit(self._drop_kept)  # nothing open: nothing kept for later
+
+    def _drop_kept(self) -> None:
+        self._flush_caches()
+        self._kept.clear()
 
     def report_failure(self, message: str, details: str = "") -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
@@ -235,8 +243,9 @@ class TraceLintServer(LanguageServer):
     def _collection_held(self):
         """No cyclic garbage collection from a check's start until its diagnostics are out: a
         check pauses it (`checker.collection_paused`), and the first collection after it walks
-        everything the check made (25-35 ms after an edit of the bench's 2,000-line file); it runs after the publish
-        instead. Held on the event loop's thread only, counted for overlapping checks."""
+        everything the check made (25-35 ms after an edit of the bench's 2,000-line model
+        file), so it runs after the publish instead. Held on the event loop's thread only,
+        counted for overlapping checks."""
         if self._collection_holds == 0:
             self._collection_was_enabled = gc.isenabled()
             gc.disable()
