@@ -274,9 +274,17 @@ class TraceLintServer(LanguageServer):
             if current is None or current.version != version:
                 continue  # edited meanwhile: a newer check is on its way
             self._publish(other_uri, version, text, findings.get(other_path, []))
-        # The check's cache entries are written now, after its diagnostics, on the check's
-        # thread (so before the next check, which would flush them itself anyway).
-        self._executor.submit(self._flush_caches)
+        # The check's cache entries are written now, after its diagnostics, and what it did
+        # not use is dropped: on the checks' thread, so before the next check (which flushes
+        # the writes itself where this comes later).
+        self._executor.submit(self._after_check)
+
+    def _after_check(self) -> None:
+        for kept in list(self._kept.values()):
+            kept.parses.keep_used()
+            kept.inputs.end()
+            kept.cache.end()
+        self._flush_caches()
 
     def _flush_caches(self) -> None:
         for kept in list(self._kept.values()):
@@ -319,13 +327,8 @@ class TraceLintServer(LanguageServer):
         kept = self.kept_for(project)
         cache = kept.cache if project.root is not None else None
         kept.inputs.begin(project.settings)
-        try:
-            with kept.parses:
-                result = check(list(sources), project.settings, sources=sources, cache=cache, whole_program=project.root is not None, root=project.root, inputs=kept.inputs)
-        finally:
-            kept.parses.keep_used()
-            kept.inputs.end()
-            kept.cache.end()
+        with kept.parses:  # what the check did not use is dropped after the publish (_after_check)
+            result = check(list(sources), project.settings, sources=sources, cache=cache, whole_program=project.root is not None, root=project.root, inputs=kept.inputs)
         if not self._frozen and any(kept.parses.sizes() or ()):
             # After the first check that parsed: what it keeps (the project's parses) is moved
             # out of the collector's sight for good, so later collections walk only what is new.
