@@ -250,11 +250,17 @@ class KeptResultCache(ResultCache):
         for write in pending:
             write()
 
+    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+        def write() -> None:
+            ResultCache.store_analysis(self, key, record)
+            # The next check reads this record first: decoded now, after the publish.
+            files = frozenset(record.hashes)
+            self._read(self._analysis_entry(key, record.hashes), lambda data: self._decode_analysis(data, key, files))
+
+        self._pending.append(write)
+
     def store(self, key: str, findings, files_checked: int) -> None:
         self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))
-
-    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
-        self._pending.append(lambda: ResultCache.store_analysis(self, key, record))
 
     def load(self, key: str, files=(), files_checked: Optional[int] = None):
         self.flush()
