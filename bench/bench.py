@@ -1,6 +1,6 @@
 """trace-lint against ruff, in one run, on the same trees.
 
-    python bench/bench.py [PATH] [--repeat 5] [--dense 1000] [--models 90] [--dense-captures 4546] [--no-lsp]
+    python bench/bench.py [PATH] [--repeat 5] [--dense 1000] [--models 90] [--dense-captures 4546] [--no-lsp | --only-lsp]
 
 1. PATH (default: a copy of the installed torch package's source folder): ruff
    `check --no-cache --select E9,F`, then `trace-lint check` cold (`--no-cache`), warm (from
@@ -14,6 +14,8 @@ Every tree is made a git repository with its files committed, as users run insid
    the 50,000-line capture file alone, and the language server's time from a `didChange` to
    its diagnostics for an edit in the tree's 2,000-line model file, and in a file no capture
    reads.
+   `--only-lsp`: only these language-server rows (and ruff's time on the tree, for the load),
+   with the server's CPU seconds per edit.
 3. The older generated trace-dense tree (bench/gen_tree.py, `--dense` modules of each kind;
    0: skip): the same rows plus libcst's bare `parse_module` of every file (the floor).
 4. The runtime guard's idle overhead (bench/guard_overhead.py) with $TRACE_LINT_TTNN_PYTHON.
@@ -272,9 +274,19 @@ class LspClient:
             self.process.wait()
 
 
-def bench_lsp(root: Path, path: Path, repeat: int, timeout: float) -> None:
+def _process_seconds(pid: int) -> Optional[float]:
+    """CPU seconds (user + system) a process has used, from /proc (None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def bench_lsp(root: Path, path: Path, repeat: int, timeout: float, cpu: bool = False) -> None:
     """Time from a didChange (one line edited) to the diagnostics for that version, with the
-    debounce set to 0 (the time measured is what comes after the debounce)."""
+    debounce set to 0 (the time measured is what comes after the debounce). `cpu`: also the
+    server's CPU seconds per edit (a shared machine's load stretches the wall time, not this)."""
     env = dict(os.environ, TRACE_LINT_LSP_DEBOUNCE="0")
     client = LspClient([_tool("trace-lint"), "lsp"], root, env)
     uri = path.as_uri()
@@ -287,19 +299,26 @@ def bench_lsp(root: Path, path: Path, repeat: int, timeout: float) -> None:
         client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
         first = client.wait_for(lambda m: _diagnostics_for(m, uri, 1), timeout)
         opened = first["time"] - start
-        samples = []
+        samples, cpu_samples = [], []
         lines = text.splitlines(keepends=True)
         middle = len(lines) // 2
         for version in range(2, repeat + 2):
             edited = "".join(lines[:middle] + [f"# edited {version}\n"] + lines[middle:])
+            used = _process_seconds(client.process.pid) if cpu else None
             start = time.perf_counter()
             client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": edited}]})
             message = client.wait_for(lambda m: _diagnostics_for(m, uri, version), timeout)
             samples.append(message["time"] - start)
+            if used is not None:
+                after = _process_seconds(client.process.pid)
+                if after is not None:
+                    cpu_samples.append(after - used)
         count = len(first["params"]["diagnostics"])
         print(f"\n### language server: {path.relative_to(root)} ({len(lines)} lines), debounce 0\n")
         print(f"didOpen -> diagnostics: {opened:.3f} s ({count} diagnostics)")
         print(f"didChange -> diagnostics: median {statistics.median(samples):.3f} s over {len(samples)} edits (target <= 0.200 s)")
+        if cpu_samples:
+            print(f"server CPU per edit (user + system, {1 / os.sysconf('SC_CLK_TCK'):.2f} s ticks): median {statistics.median(cpu_samples):.3f} s")
     except TimeoutError:
         print(f"\nlanguage server: no diagnostics within {timeout:.0f} s (the row is missing, not zero)")
     finally:
@@ -311,6 +330,25 @@ def _diagnostics_for(message: dict, uri: str, version: int) -> bool:
         return False
     params = message.get("params", {})
     return params.get("uri") == uri and params.get("version") in (version, None)
+
+
+def bench_lsp_only(work: Path, args) -> None:
+    """The language server rows alone: the TT-NN-shaped tree, one run to find a file no
+    capture reads, then the same measurements as the full bench."""
+    import gen_model_repo
+
+    repo = gen_model_repo.generate(work / "repo", max(args.models, 1), args.dense_captures)
+    model_file = gen_model_repo.lsp_file(repo)
+    ruff_time, _ = timed([_tool("ruff"), "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(repo)], args.repeat, repo)
+    print(f"ruff check --no-cache --select E9,F on the tree: {ruff_time:.3f} s (the machine's load)")
+    config = work / "b" / "pyproject.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[tool.trace-lint]\ncache-dir = "{(work / "b" / "cache").as_posix()}"\n')
+    run_once([_tool("trace-lint"), "check", "--config", str(config), "--exit-zero", "--output-format", "concise", str(repo)], repo)
+    bench_lsp(repo, model_file, args.repeat, args.lsp_timeout, cpu=True)
+    unread = unread_file(work / "b" / "cache", repo)
+    if unread is not None:
+        bench_lsp(repo, unread, args.repeat, args.lsp_timeout, cpu=True)
 
 
 # -- trees -----------------------------------------------------------------------------------
@@ -364,6 +402,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=90, help="model folders in the TT-NN-shaped tree (0: skip)")
     parser.add_argument("--dense-captures", type=int, default=4546, help="captures in that tree's one big test file")
     parser.add_argument("--no-lsp", action="store_true", help="skip the language server measurement")
+    parser.add_argument("--only-lsp", action="store_true", help="only the language server rows (on the TT-NN-shaped tree)")
     parser.add_argument("--lsp-timeout", type=float, default=300.0)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
@@ -372,6 +411,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="trace-lint-bench-") as temporary:
         work = Path(temporary)
+        if args.only_lsp:
+            bench_lsp_only(work, args)
+            return
         if args.path is not None:
             tree = args.path.resolve()
             title = "given tree"

@@ -63,3 +63,27 @@ async def test_edits_and_closed_documents_leave_nothing_behind(tmp_path: Path):
         assert server.protocol._request_futures == {}
     finally:
         server._executor.shutdown(wait=True)
+
+
+@pytest.mark.asyncio
+async def test_what_checks_keep_is_dropped_once_no_document_is_open(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+    server = create_server(debounce=0)
+    server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+    try:
+        dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
+        _notify(server, "initialized", {})
+        uris = [(tmp_path / f"doc{number}.py").as_uri() for number in range(2)]
+        for uri in uris:
+            _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": CAPTURE_READING_HOST}})
+            await _until(lambda: uri in server.checked)
+        await _until(lambda: not server._pending)
+        assert server._kept  # the project's parses, reads and records, for the next edit
+        _notify(server, "textDocument/didClose", {"textDocument": {"uri": uris[0]}})
+        server._executor.submit(lambda: None).result(timeout=60)
+        assert server._kept  # one document of the project is still open
+        _notify(server, "textDocument/didClose", {"textDocument": {"uri": uris[1]}})
+        server._executor.submit(lambda: None).result(timeout=60)
+        assert server._kept == {}
+    finally:
+        server._executor.shutdown(wait=True)

@@ -62,6 +62,33 @@ def project_root(path: Path) -> Path:
     return current if current in folders else start
 
 
+class RunInputs:
+    """How a run reads what it checks: the project's files, their module names and display
+    paths, their bytes and content hashes, and what the prefilter admits, each computed
+    afresh. A long-lived caller passes one that keeps them between its runs
+    (`lsp.kept.KeptInputs`); every answer it gives must equal this one's."""
+
+    def discover_project(self, folders: list[Path], settings: Settings):
+        return discover(folders, settings, force_exclude=True)
+
+    def module_names(self, real: Path, roots: tuple[Path, ...]) -> tuple[str, ...]:
+        return module_names(real, roots)
+
+    def display_path(self, path: Path) -> str:
+        return display_path(path)
+
+    def read_bytes(self, path: Path) -> bytes:
+        return path.read_bytes()
+
+    def content_hash(self, data: bytes) -> str:
+        from .cache import content_hash
+
+        return content_hash(data)
+
+    def admits(self, prefilter, data: bytes, name: str, is_package: bool) -> bool:
+        return prefilter.admits(data, name, is_package)
+
+
 def check(
     paths: Sequence[Path],
     settings: Settings,
@@ -74,6 +101,7 @@ def check(
     whole_program: bool = False,
     configure=None,
     root: Optional[Path] = None,
+    inputs: Optional[RunInputs] = None,
 ) -> CheckResult:
     """Check files and folders. `sources` gives text for paths that are not on disk as-is
     (stdin, unsaved editor buffers); such a path is checked even if it does not exist.
@@ -91,8 +119,11 @@ def check(
 
     `configure` (with `whole_program`): follow each file's nearest config for what is
     reported (`hierarchy`); it turns a config file's settings into the run's (the command
-    line's options over them)."""
+    line's options over them).
+
+    `inputs` (a `RunInputs`): how the project's files are found and read."""
     result = CheckResult()
+    inputs = inputs if inputs is not None else RunInputs()
     from ..core.observed import new_warnings
 
     for warning in new_warnings(settings):  # a bad record is never an error of the run
@@ -118,7 +149,7 @@ def check(
         # Problems elsewhere in the project (an unreadable folder) are not this run's errors.
         # A root that is a named folder was walked already: the same files, found again.
         walked = {real_path(p) for p in on_disk if p.is_dir()}
-        around = discover([folder for folder in project_roots if folder not in walked], settings, force_exclude=True)
+        around = inputs.discover_project([folder for folder in project_roots if folder not in walked], settings)
         files.extend(around.files)
         found.real.update(around.real)
     if configure is not None and whole_program and project_roots:
@@ -139,24 +170,24 @@ def check(
             continue
         seen.add(key)
         role = (EXPLICIT if key in explicit else 0) | (SELECTED if key in selected else 0)
-        entries.append((path, module_names(key, roots), display_path(path), sources.get(key), role))
+        entries.append((path, inputs.module_names(key, roots), inputs.display_path(path), sources.get(key), role))
     result.files_checked = sum(1 for entry in entries if entry[4] & SELECTED)
 
     raw: dict[int, bytes] = {}
     run_key = None
     hashes: Optional[list[tuple[str, tuple[str, ...], str, int]]] = None
     if cache is not None and not result.errors:
-        from .cache import content_hash, run_key as make_key
+        from .cache import run_key as make_key
 
         hashes = []
         for index, (path, name, display, text, role) in enumerate(entries):
             try:
-                data = text.encode("utf-8", "surrogatepass") if text is not None else path.read_bytes()
+                data = text.encode("utf-8", "surrogatepass") if text is not None else inputs.read_bytes(path)
             except OSError:
                 hashes = None  # a file that cannot be read: report it, cache nothing
                 break
             raw[index] = data
-            hashes.append((display, name, content_hash(data), role))
+            hashes.append((display, name, inputs.content_hash(data), role))
         if hashes is not None:
             run_key = make_key(settings, hashes)
             hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
@@ -165,7 +196,7 @@ def check(
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
     with collection_paused():
-        findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes)
+        findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes, inputs)
     if run_key is not None and not result.errors:
         cache.store(run_key, findings, result.files_checked)
     return result if not findings else CheckResult(findings, result.errors, result.files_checked)
@@ -189,7 +220,7 @@ def collection_paused():
             gc.enable()
 
 
-def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[list[int]]:
+def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInputs) -> Optional[list[int]]:
     """Indexes of the entries the prefilter admits (files that can hold captured code's
     start), reading their bytes into `raw`; None when a file cannot be read (the analysis
     reports it). Needs neither libcst nor the rules."""
@@ -210,13 +241,13 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings) -> Optional[li
                 data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
             except ReadError:
                 return None
-        if prefilter.admits(data, name[0], path.name in PACKAGE_FILES):
+        if inputs.admits(prefilter, data, name[0], path.name in PACKAGE_FILES):
             admitted.append(index)
     return admitted
 
 
-def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache=None, hashes=None) -> list[Finding]:
-    admitted = _admitted(entries, raw, settings)
+def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache=None, hashes=None, inputs: Optional[RunInputs] = None) -> list[Finding]:
+    admitted = _admitted(entries, raw, settings, inputs if inputs is not None else RunInputs())
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
     selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
     if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):

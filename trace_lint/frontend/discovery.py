@@ -27,6 +27,11 @@ class Discovery:
     errors: list[str] = field(default_factory=list)
     # Each found file's canonical path (computed once here: realpath costs syscalls).
     real: dict[Path, Path] = field(default_factory=dict)
+    # What the answer was read from besides the files: every folder listed and every ignore
+    # file looked for (present or not). A long-lived caller (the language server) reuses the
+    # answer while none of them has changed.
+    folders: list[str] = field(default_factory=list)
+    ignore_files: list[str] = field(default_factory=list)
 
 
 def module_name(path: Path, real: Optional[Path] = None) -> str:
@@ -215,6 +220,7 @@ def discover(paths: Iterable[Path], settings: Settings, force_exclude: bool = Fa
             add(path, os.path.realpath(path))
             continue
         _walk(path, excluder, result, add)
+    result.ignore_files = list(excluder.git._patterns)
     return result
 
 
@@ -252,6 +258,7 @@ def _walk(top: Path, excluder: _Excluder, result: Discovery, add) -> None:
         except OSError as error:
             result.errors.append(f"{error.filename}: {error.strerror}")
             continue
+        result.folders.append(absolute_directory)
         folders = []
         files = []
         for entry in entries:

@@ -111,13 +111,18 @@ class SharedParses:
         self.outlines: dict[tuple[str, str], syntax_limits.Outline] = {}
         self.trees: dict[tuple[str, int, bool, str], cst.Module] = {}
         self.spans: dict[int, tuple[cst.Module, int, dict]] = {}
+        self._outer: Optional["SharedParses"] = None
 
     def __enter__(self) -> "SharedParses":
-        SharedParses.active = self
-        return self
+        # One already active (the language server's, kept across its checks) stays the one.
+        self._outer = SharedParses.active
+        if self._outer is None:
+            SharedParses.active = self
+        return SharedParses.active
 
     def __exit__(self, *exc) -> None:
-        SharedParses.active = None
+        if self._outer is None:
+            SharedParses.active = None
 
 
 def _outline(module: "ModuleInfo", text: str):

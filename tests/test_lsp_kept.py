@@ -1,0 +1,293 @@
+"""What the language server keeps between checks (lsp/kept.py) never changes a finding: after
+every edit of a buffer, and every change on disk the server is told of or not, each published
+document equals `trace-lint check --no-cache` on the same contents written to disk, chains
+included. And what is kept is used: an edit re-parses only the edited file's changed parts."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the lsp extra (pygls) is not installed")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types  # noqa: E402
+from pygls.io_ import StdoutWriter  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
+
+from trace_lint.driver.cache import content_hash  # noqa: E402
+from trace_lint.lsp.framing import dispatch  # noqa: E402
+from trace_lint.lsp.server import create_server  # noqa: E402
+
+from .cli_helpers import run_cli  # noqa: E402
+from .test_lsp import WAIT_LIMIT, _recording_client, open_document, replace_text  # noqa: E402
+
+SERVER = ClientServerConfig(
+    server_command=[sys.executable, "-m", "trace_lint", "lsp"],
+    client_factory=_recording_client,
+    server_env={**os.environ, "TRACE_LINT_LSP_DEBOUNCE": "0"},
+)
+
+MODEL = textwrap.dedent(
+    """\
+    import ttnn
+    from helpers import release
+
+
+    def run(device, x):
+        tid = ttnn.begin_trace_capture(device, cq_id=0)
+        out = ttnn.relu(x)
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+        release(out)
+        ttnn.execute_trace(device, tid, cq_id=0)
+        return out
+    """
+)
+# Frees its parameter: model.py's call of it after the capture is a TRC302 there.
+HELPERS = "import ttnn\n\n\ndef release(t):\n    ttnn.deallocate(t)\n"
+HELPERS_KEEPING = "import ttnn\n\n\ndef release(t):\n    return t\n"
+# Helpers through a module on disk only (never open): what it does decides model.py's TRC302.
+HELPERS_THROUGH_DISK = "import ttnn\nfrom sub.extra import drop\n\n\ndef release(t):\n    drop(t)\n"
+EXTRA_FREEING = "import ttnn\n\n\ndef drop(t):\n    ttnn.deallocate(t)\n"
+EXTRA_KEEPING = "import ttnn\n\n\ndef drop(t):\n    return [t]\n"
+# A capture that no open buffer reaches: reported by the CLI, never published.
+ELSEWHERE = "import ttnn\n\n\ndef go(device, x):\n    tid = ttnn.begin_trace_capture(device, cq_id=0)\n    y = ttnn.to_torch(x)\n    ttnn.end_trace_capture(device, tid, cq_id=0)\n    return y\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+    (project / "model.py").write_text(MODEL, encoding="utf-8")
+    (project / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (project / "elsewhere.py").write_text(ELSEWHERE, encoding="utf-8")
+    (project / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    return project
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, workspace: Path):
+    folder = types.WorkspaceFolder(uri=workspace.as_uri(), name="project")
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri(), workspace_folders=[folder])
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _point(line: int, character: int) -> tuple[int, int]:
+    return (line + 1, character + 1)  # ASCII text: UTF-16 columns are code points
+
+
+def _from_server(diagnostic: types.Diagnostic, root: Path) -> tuple:
+    related = tuple(
+        (Path(types_uri_path(r.location.uri)).resolve().relative_to(root.resolve()).as_posix(), _point(r.location.range.start.line, r.location.range.start.character), r.message)
+        for r in diagnostic.related_information or ()
+    )
+    severity = {types.DiagnosticSeverity.Error: "error", types.DiagnosticSeverity.Warning: "warning"}[diagnostic.severity]
+    start, end = diagnostic.range.start, diagnostic.range.end
+    return (diagnostic.code, _point(start.line, start.character), _point(end.line, end.character), severity, diagnostic.message, related)
+
+
+def types_uri_path(uri: str) -> str:
+    from pygls.uris import to_fs_path
+
+    return to_fs_path(uri)
+
+
+def _from_cli(item: dict) -> tuple:
+    start = (item["location"]["row"], item["location"]["column"])
+    end = (item["end_location"]["row"], item["end_location"]["column"])
+    if end <= start:  # the server underlines one character of a point
+        end = (start[0], start[1] + 1)
+    related = tuple((Path(r["filename"]).as_posix(), (r["location"]["row"], r["location"]["column"]), r["message"]) for r in item["related"])
+    return (item["code"], start, end, item["severity"], item["message"], related)
+
+
+def cli_findings(root: Path, buffers: dict[str, str], mirror: Path) -> dict[str, list[tuple]]:
+    """`check --no-cache` of the project as it is on disk with the buffers' text in place,
+    by file (relative path)."""
+    if mirror.exists():
+        shutil.rmtree(mirror)
+    shutil.copytree(root, mirror, ignore=shutil.ignore_patterns(".trace-lint-cache"))
+    for name, text in buffers.items():
+        (mirror / name).write_text(text, encoding="utf-8")
+    result = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=mirror)
+    assert result.returncode in (0, 1), result.stderr.decode()
+    found: dict[str, list[tuple]] = {}
+    for item in json.loads(result.stdout):
+        found.setdefault(Path(item["filename"]).as_posix(), []).append(_from_cli(item))
+    return found
+
+
+class Editor:
+    """The open buffers, and the check that each publish equals the CLI's findings."""
+
+    def __init__(self, client: LanguageClient, root: Path, mirror: Path):
+        self.client, self.root, self.mirror = client, root, mirror
+        self.buffers: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.steps = 0
+
+    def uri(self, name: str) -> str:
+        return (self.root / name).as_uri()
+
+    async def open(self, name: str) -> dict[str, list[tuple]]:
+        self.buffers[name] = (self.root / name).read_text(encoding="utf-8")
+        self.versions[name] = 1
+        self.client.published.clear()  # type: ignore[attr-defined]
+        open_document(self.client, self.root / name, self.buffers[name])
+        return await self.agrees(name)
+
+    async def edit(self, name: str, text: str) -> dict[str, list[tuple]]:
+        self.buffers[name] = text
+        self.versions[name] += 1
+        self.client.published.clear()  # type: ignore[attr-defined]
+        replace_text(self.client, self.uri(name), text, self.versions[name])
+        return await self.agrees(name)
+
+    async def published(self, names: list[str]) -> dict[str, list[types.Diagnostic]]:
+        """The diagnostics of the check started by the last message: every open document's
+        at its current version."""
+        wanted = {self.uri(name): self.versions[name] for name in names}
+
+        async def wait() -> dict[str, list[types.Diagnostic]]:
+            while True:
+                seen = {}
+                for params in self.client.published:  # type: ignore[attr-defined]
+                    if params.uri in wanted and params.version == wanted[params.uri]:
+                        seen[params.uri] = list(params.diagnostics)
+                if seen.keys() == wanted.keys():
+                    return seen
+                await asyncio.sleep(0.02)
+
+        return await asyncio.wait_for(wait(), WAIT_LIMIT)
+
+    async def agrees(self, edited: str) -> dict[str, list[tuple]]:
+        self.steps += 1
+        names = [edited] if len(self.buffers) == 1 else list(self.buffers)
+        published = await self.published(names)
+        expected = cli_findings(self.root, self.buffers, self.mirror)
+        for name in names:
+            got = sorted(_from_server(d, self.root) for d in published[self.uri(name)])
+            assert got == sorted(expected.get(name, [])), f"step {self.steps}: {name} differs from the CLI"
+        return expected
+
+
+@pytest.mark.asyncio
+async def test_every_publish_equals_the_cli_on_the_same_contents(client: LanguageClient, workspace: Path, tmp_path: Path):
+    editor = Editor(client, workspace, tmp_path / "mirror")
+    await editor.open("model.py")
+    found = await editor.open("helpers.py")
+    assert [f[0] for f in found["model.py"]].count("TRC302") == 1  # the helper frees the output
+    assert "elsewhere.py" in found  # reported by the CLI; no buffer reaches it
+
+    # The helper's body decides what model.py reports.
+    found = await editor.edit("helpers.py", HELPERS_KEEPING)
+    assert "TRC302" not in [f[0] for f in found.get("model.py", [])]
+    # Back, with lines above it: the chain's step into helpers.py moves.
+    await editor.edit("helpers.py", "# moved\n\n" + HELPERS)
+    # model.py's own edits: lines moved, then its first text again (a result seen before).
+    await editor.edit("model.py", "# a comment\n" + MODEL)
+    await editor.edit("model.py", MODEL.replace("    release(out)\n", "    ttnn.synchronize_device(device)\n    release(out)\n"))
+    await editor.edit("model.py", MODEL)
+    await editor.edit("helpers.py", HELPERS)
+
+    # Files on disk that no buffer holds, changed without telling the server: a new module
+    # (a new file in a folder), found by the next check a buffer's edit starts.
+    (workspace / "sub" / "extra.py").write_text(EXTRA_FREEING, encoding="utf-8")
+    found = await editor.edit("helpers.py", HELPERS_THROUGH_DISK)
+    assert [f[0] for f in found["model.py"]].count("TRC302") == 1
+    # Long enough for the server to trust what it read (lsp/kept.py _quiet), then read it
+    # again: the module's text changes on disk, the folder's entries do not.
+    await asyncio.sleep(2.2)
+    await editor.edit("model.py", "# settle\n" + MODEL)
+    (workspace / "sub" / "extra.py").write_text(EXTRA_KEEPING, encoding="utf-8")
+    found = await editor.edit("model.py", MODEL)
+    assert "TRC302" not in [f[0] for f in found.get("model.py", [])]
+
+    # A change the editor reports (didChangeWatchedFiles): the module frees again.
+    await asyncio.sleep(2.2)
+    await editor.edit("model.py", "# settle\n" + MODEL)
+    (workspace / "sub" / "extra.py").write_text(EXTRA_FREEING, encoding="utf-8")
+    client.published.clear()  # type: ignore[attr-defined]
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=(workspace / "sub" / "extra.py").as_uri(), type=types.FileChangeType.Changed)])
+    )
+    assert [f[0] for f in (await editor.agrees("model.py"))["model.py"]].count("TRC302") == 1
+
+
+def _notify(server, method: str, params: dict) -> None:
+    dispatch(server, {"jsonrpc": "2.0", "method": method, "params": params})
+
+
+@pytest.mark.asyncio
+async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """In-process: after the first check, an edit of model.py parses the def it changed,
+    never helpers.py again (its text did not change)."""
+    import trace_lint.semantic.project as project_module
+
+    (tmp_path / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+    (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    model = tmp_path / "model.py"
+    model.write_text(MODEL, encoding="utf-8")
+    parsed: list[str] = []
+    real_parse = project_module.parse_module
+    monkeypatch.setattr(project_module, "parse_module", lambda text, *a, **k: parsed.append(text) or real_parse(text, *a, **k))
+    server = create_server(debounce=0)
+    server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+    try:
+        dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
+        _notify(server, "initialized", {})
+        uri = model.as_uri()
+        _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}})
+        await _until(lambda: uri in server.checked and server.checked[uri].version == 1)
+        assert any("def release" in text for text in parsed)  # the first check parses both files
+        codes = [f.code for f in server.checked[uri].findings]
+        assert "TRC302" in codes
+        parsed.clear()
+        edited = MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n")
+        _notify(server, "textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]})
+        await _until(lambda: server.checked[uri].version == 2)
+        assert [f.code for f in server.checked[uri].findings] == codes
+        # The edited def again; helpers.py, unchanged, is not parsed again.
+        assert any("y = ttnn.relu(out)" in text for text in parsed)
+        assert not any("def release" in text for text in parsed)
+        # The check's cache entries are written once its diagnostics are out: the CLI
+        # finds the analysis of the edited text.
+        server._executor.submit(lambda: None).result(timeout=60)
+        recorded = [json.loads(p.read_text())["hashes"] for p in (tmp_path / ".trace-lint-cache").glob("analysis-*.json")]
+        assert any(content_hash(edited.encode()) in hashes.values() for hashes in recorded)
+    finally:
+        server._executor.shutdown(wait=True)
+
+
+async def _until(condition, limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "the server never got there"
+        await asyncio.sleep(0.02)
+
+
+def test_a_stat_is_trusted_once_the_file_system_clock_has_moved_past_it():
+    from trace_lint.lsp.kept import RACY_FINE_NS, RACY_NS, _quiet
+
+    now = 1_700_000_000_123_456_789
+    fine = (now - 2 * RACY_FINE_NS, now - 2 * RACY_FINE_NS, 10, 1, 1)
+    assert _quiet(fine, now)
+    assert not _quiet((now - RACY_FINE_NS // 2,) * 2 + (10, 1, 1), now)
+    # Whole seconds: a file system that may keep no finer (FAT: 2 s) waits the long window.
+    whole = now - now % 1_000_000_000 - 1_000_000_000
+    assert not _quiet((whole, whole, 10, 1, 1), now)
+    assert _quiet((whole - RACY_NS, whole - RACY_NS, 10, 1, 1), now)
+    assert _quiet(None, now)  # nothing there: nothing to trust

@@ -1,0 +1,285 @@
+"""What the language server keeps in memory between its checks of one project: what does not
+change with an edited buffer, so that a check after an edit redoes only what the edit can
+change. Each kept item is keyed by what it is computed from (a file's text or bytes) or
+served only while what it was read from is unchanged (the stat of files and folders), so a
+check gives what a fresh run gives; memory stays bounded by dropping what the last check
+did not use."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+from ..driver.cache import AnalysisRecord, ResultCache
+from ..driver.checker import RunInputs
+from ..frontend.source import PACKAGE_FILES
+
+# A file or folder changed this recently (nanoseconds) may change again within the same tick
+# of the file system's clock without its stat showing it ("racy git"): read it again. A time
+# in whole seconds may come from a file system that keeps no finer (FAT keeps 2 s); one with
+# nanoseconds from one whose tick is the kernel's (a few milliseconds at most).
+RACY_NS = 2_000_000_000
+RACY_FINE_NS = 100_000_000
+
+
+class _UsedDict(dict):
+    """A dict that remembers which keys were read or written since `forget_unused`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set = set()
+
+    def get(self, key, default=None):
+        if key in self:
+            self.used.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        self.used.add(key)
+        return value
+
+    def __setitem__(self, key, value) -> None:
+        self.used.add(key)
+        super().__setitem__(key, value)
+
+    def forget_unused(self) -> None:
+        """Drop what was not used since the last call; nothing when nothing was used (a
+        check answered without reading any)."""
+        if self.used:
+            for key in [key for key in self if key not in self.used]:
+                del self[key]
+        self.used = set()
+
+
+class KeptParses:
+    """The project's parses, outlines and positions (`semantic.project.SharedParses`, pure
+    functions of a file's text and keyed by it) kept across checks: a check after an edit
+    parses only the chunks of the edited file that changed. libcst is loaded only when a
+    check needs it (the protocol side never does)."""
+
+    def __init__(self) -> None:
+        self._shared = None
+
+    def __enter__(self) -> "KeptParses":
+        from ..semantic.project import SharedParses
+
+        if self._shared is None:
+            shared = SharedParses()
+            shared.outlines, shared.trees, shared.spans = _UsedDict(), _UsedDict(), _UsedDict()
+            self._shared = shared
+        self._shared.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._shared.__exit__(*exc)
+
+    def keep_used(self) -> None:
+        """Drop what the check just made did not use."""
+        shared = self._shared
+        if shared is None or not (shared.outlines.used or shared.trees.used or shared.spans.used):
+            return
+        shared.outlines.forget_unused()
+        shared.trees.forget_unused()
+        shared.spans.forget_unused()
+
+    def sizes(self) -> Optional[tuple[int, int, int]]:
+        """(outlines, trees, position maps) kept; None before the first check."""
+        shared = self._shared
+        return None if shared is None else (len(shared.outlines), len(shared.trees), len(shared.spans))
+
+
+def _stat_key(path: str) -> Optional[tuple[int, int, int, int, int]]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+
+
+# What a folder above the project can hold that changes a discovery or a module name.
+_MARKS = (".git", *PACKAGE_FILES)
+
+
+def _kind(path: str) -> Optional[bool]:
+    """None: nothing there; True: a regular file; False: anything else."""
+    try:
+        return os.path.isfile(path) if os.path.lexists(path) else None
+    except OSError:
+        return None
+
+
+def _quiet(stamp: Optional[tuple], started: int) -> bool:
+    """Whether a stat taken at `started` can be trusted to show any later change."""
+    if stamp is None:
+        return True
+    changed = max(stamp[0], stamp[1])
+    coarse = stamp[0] % 1_000_000_000 == 0 or stamp[1] % 1_000_000_000 == 0
+    return changed < started - (RACY_NS if coarse else RACY_FINE_NS)
+
+
+class KeptInputs(RunInputs):
+    """`checker.RunInputs` that keep, between checks of one project: the project's discovery
+    (served while every folder it listed and every ignore file it looked for has the same
+    stat), each file's bytes (while the file's stat is the same), content hashes and the
+    prefilter's answers (keyed by the bytes themselves), module names and display paths
+    (while the discovery stands). Anything changed too recently to trust its stat (`_quiet`)
+    is read again."""
+
+    def __init__(self) -> None:
+        self._settings_key: Optional[tuple] = None
+        self._discovery: Optional[tuple] = None  # (folders, the answer, stamps, trusted, marks above)
+        self._files: _UsedDict = _UsedDict()  # path -> (stamp, bytes)
+        self._hashes: _UsedDict = _UsedDict()  # bytes -> content hash
+        self._admitted: _UsedDict = _UsedDict()  # (bytes, name, is_package) -> bool
+        self._names: dict[tuple, tuple[str, ...]] = {}
+        self._displays: dict[tuple[Path, str], str] = {}
+        self._listed: frozenset = frozenset()  # folders the kept discovery vouches for
+        self.discoveries = 0  # walks made (for tests)
+
+    def forget(self) -> None:
+        """Drop everything read from the file system (the editor says files changed)."""
+        self._discovery = None
+        self._files.clear()
+        self._names.clear()
+        self._listed = frozenset()
+
+    def begin(self, settings) -> None:
+        """Before a check: settings other than the last check's drop every kept answer
+        (excludes change the discovery; the prefilter's words come from the settings)."""
+        from ..frontend.discovery import _package_parts
+
+        key = (settings.cache_key(), str(settings.root), os.getcwd())
+        if key != self._settings_key:
+            self._settings_key = key
+            self.forget()
+            self._admitted.clear()
+            self._displays.clear()
+        # A fresh run clears the package climb's memo when it walks; a kept walk does not.
+        _package_parts.cache_clear()
+
+    def end(self) -> None:
+        """After a check: drop what it did not use (files gone, buffers' old versions)."""
+        self._files.forget_unused()
+        self._hashes.forget_unused()
+        self._admitted.forget_unused()
+
+    # -- RunInputs -------------------------------------------------------------------------
+    def discover_project(self, folders: list[Path], settings):
+        kept = self._discovery
+        if kept is not None and kept[0] == folders and kept[3] and all(_stat_key(p) == s for p, s in kept[2]) and all(_kind(p) == k for p, k in kept[4]):
+            found = kept[1]
+        else:
+            started = time.time_ns()
+            found = super().discover_project(folders, settings)
+            self.discoveries += 1
+            stamps = [(path, _stat_key(path)) for path in dict.fromkeys([*found.folders, *found.ignore_files])]
+            trusted = all(_quiet(stamp, started) for _path, stamp in stamps)
+            # Above the walk, what counts is whether a folder is a repository's top or a
+            # package (module names climb packages): not its other entries.
+            above = dict.fromkeys(str(parent) for folder in folders for parent in Path(os.path.abspath(folder)).parents)
+            marks = [(os.path.join(parent, name), _kind(os.path.join(parent, name))) for parent in above for name in _MARKS]
+            self._discovery = (list(folders), found, stamps, trusted, marks)
+            self._names.clear()
+            self._listed = frozenset(found.folders) if trusted else frozenset()
+        # The caller extends and updates its own lists; the kept answer stays as it was.
+        return type(found)(list(found.files), list(found.errors), dict(found.real), list(found.folders), list(found.ignore_files))
+
+    def module_names(self, real: Path, roots: tuple[Path, ...]) -> tuple[str, ...]:
+        if str(real.parent) not in self._listed:  # not a folder the kept discovery watches
+            return super().module_names(real, roots)
+        key = (real, roots)
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = super().module_names(real, roots)
+        return names
+
+    def display_path(self, path: Path) -> str:
+        key = (path, os.getcwd())
+        display = self._displays.get(key)
+        if display is None:
+            if len(self._displays) > 100_000:
+                self._displays.clear()
+            display = self._displays[key] = super().display_path(path)
+        return display
+
+    def read_bytes(self, path: Path) -> bytes:
+        name = os.fspath(path)
+        stamp = _stat_key(name)
+        kept = self._files.get(name)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return kept[1]
+        started = time.time_ns()
+        data = super().read_bytes(path)
+        if stamp is not None and _quiet(stamp, started) and _stat_key(name) == stamp:
+            self._files[name] = (stamp, data)
+        else:
+            self._files.pop(name, None)
+        return data
+
+    def content_hash(self, data: bytes) -> str:
+        found = self._hashes.get(data)
+        if found is None:
+            found = self._hashes[data] = super().content_hash(data)
+        return found
+
+    def admits(self, prefilter, data: bytes, name: str, is_package: bool) -> bool:
+        key = (data, name, is_package)
+        found = self._admitted.get(key)
+        if found is None:
+            found = self._admitted[key] = super().admits(prefilter, data, name, is_package)
+        return found
+
+
+class KeptResultCache(ResultCache):
+    """The project's result cache, with each analysis record decoded once: a record's
+    decoding is a pure function of its bytes (and of the key and files it is checked
+    against), kept by them; each read gets its own record around the decoded groups (a run
+    marks and replaces a record's own fields, never a group's). Writes wait until `flush`
+    (the server calls it once the diagnostics are out); any read flushes them first."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self._decoded: _UsedDict = _UsedDict()
+        self._pending: list = []
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for write in pending:
+            write()
+
+    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+        def write() -> None:
+            ResultCache.store_analysis(self, key, record)
+            # The next check reads this record first: decoded now, after the publish.
+            files = frozenset(record.hashes)
+            self._read(self._analysis_entry(key, record.hashes), lambda data: self._decode_analysis(data, key, files))
+
+        self._pending.append(write)
+
+    def store(self, key: str, findings, files_checked: int) -> None:
+        self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))
+
+    def load(self, key: str, files=(), files_checked: Optional[int] = None):
+        self.flush()
+        return super().load(key, files, files_checked)
+
+    def touch_analysis(self, key: str, hashes: dict[str, str]) -> None:
+        self.flush()
+        super().touch_analysis(key, hashes)
+
+    def analysis_records(self, key: str, files):
+        self.flush()
+        return super().analysis_records(key, files)
+
+    def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
+        memo = (data, key, files)
+        record = self._decoded.get(memo)
+        if record is None:
+            record = self._decoded[memo] = super()._decode_analysis(data, key, files)
+        return AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), None if record.reported is None else dict(record.reported))
+
+    def end(self) -> None:
+        self._decoded.forget_unused()
