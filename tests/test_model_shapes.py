@@ -45,3 +45,19 @@ def test_executor_checks_the_new_input_address_inside_the_region():
         ("executors.py", 24, "TRC401"),
         ("executors.py", 47, "TRC401"),
     }
+
+
+def test_model_from_an_unannotated_factory_and_an_element_of_its_result():
+    # `FactoryInfra` gets its model from `load_detector`, a factory without a return
+    # annotation (infra.py:9): the model's class is unknown, so the call's effects are too;
+    # it may free the trace input, so the next input allocated after it in the region
+    # (runner.py:21) may be the re-allocation idiom's: no TRC301 (RULES: the rules stay
+    # silent on what depends on an unresolved call). `self.model(x)[0]` stores an element of
+    # what the model returned, an output handle as much as the whole result (infra.py:13,
+    # 23): no TRC203; the host value `self.input_tensor.shape[0]` still is (infra.py:24).
+    # `DetectorRunner`'s model frees its input (the idiom: no TRC301 on line 41);
+    # `ScalerRunner`'s frees nothing, so its allocation in the region is TRC301 (line 61).
+    assert finding_set(PROJECTS / "factory_model") == {
+        ("infra.py", 24, "TRC203"),
+        ("runner.py", 61, "TRC301"),
+    }

@@ -442,8 +442,27 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
             if graph.runs_before(free.call, access.statement):
                 found.update((id(free.call), id(value)))
                 break
+    # Captured work that reaches user code the analyzer cannot resolve (a model made by a
+    # factory without a return annotation) has unknown effects: it may free a trace input,
+    # so an allocation after it kept as the next input may be the idiom's; no TRC301 on it.
+    unknown = [c for c in iter_body_nodes(region.function) if isinstance(c, cst.Call) and region.contains(c) and _reaches_unknown_work(facts, c, region)]
+    for access in accesses(region.function) if unknown else ():
+        value = assigned_value(access.statement) if access.kind == "bind" and region.contains(access.node) else None
+        if not isinstance(value, cst.Call) or id(value) in found or _read_in_region_before(region, access):
+            continue
+        if ("." in access.key or access.key in read_after) and allocates(facts, value, region):
+            if any(graph.runs_before(call, access.statement) for call in unknown):
+                found.add(id(value))
     region._reallocations = found  # type: ignore[attr-defined]
     return found
+
+
+def _reaches_unknown_work(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
+    """A call of project code whose work, any frames down, runs user code that does not
+    resolve (its work holds a callee path, not only functions that launch programs)."""
+    if not facts.targets(call, region.function):
+        return False
+    return any(not path.startswith("fn:") for path in facts.call_work(call, region.function))
 
 
 def _read_in_region_before(region: Region, binding) -> bool:

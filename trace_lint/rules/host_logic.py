@@ -577,6 +577,8 @@ class HostSideEffect(_HostLogicRule):
             return not (name in HOST_BUILTINS or _is_host_library(context, value))
         if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
             return True  # `buf[:bs]`: a view of a buffer, what tensor code stores and copies
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call) and not _host_metadata_call(context, value.value):
+            return self._device_work_output(value.value, _seen)  # `model(x)[0]`: an element of what it returned
         seen = _seen if _seen is not None else set()
         if id(value) in seen:
             return False  # `x = (x, y)`: a binding cycle proves nothing
@@ -693,6 +695,12 @@ def _host_type(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in host_types
     return isinstance(expr, cst.Name) and expr.value in host_types
+
+
+def _host_metadata_call(context, call: cst.Call) -> bool:
+    """`t.size()`, `t.memory_config()`: a read of host metadata, whose elements are host values."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in context.tables.host_metadata.methods
 
 
 def _is_host_library(context, call: cst.Call) -> bool:
