@@ -121,6 +121,20 @@ def test_recursive_helpers_are_summarised_whatever_is_asked_first():
     assert [(item["location"]["row"], item["code"]) for item in alone] == [(23, "TRC302")]
 
 
+def test_device_work_through_recursion_and_deep_chains():
+    # `prepare` and `settle` call each other and only `prepare` runs an op: both reach device
+    # work, whichever is asked about first (captures.py:7 and :16; asking about `prepare`
+    # first used to leave `settle` summarised as reaching none). `describe` goes eleven
+    # frames down to a helper that reads host metadata only: no device work, so no warm-up
+    # is needed (:25; a depth cutoff used to assume it reached some).
+    assert finding_set(PROJECTS / "recursive_device_work") == {
+        ("captures.py", 7, "TRC404"),
+        ("captures.py", 16, "TRC404"),
+    }
+    alone = findings_json(PROJECTS / "recursive_device_work" / "captures.py")
+    assert [(item["location"]["row"], item["code"]) for item in alone] == [(7, "TRC404"), (16, "TRC404")]
+
+
 def test_a_handle_made_outside_the_project_has_unknown_effects():
     # `Tap.__call__` reaches device work only through `self._handle.enqueue`, a handle the
     # compiled extension made (`native.make_tap(...)` or None): unknown effects, so the tap

@@ -23,18 +23,19 @@ import libcst as cst
 from ..core.api_tables import tables
 from .calls import CallResolver, Target, has_decorator
 from .project import FunctionInfo
-from .summaries import Summaries, target_elements
+from .summaries import FixedPoint, Summaries, target_elements
 
 _FRAMEWORKS = ("ttnn.", "torch.")
-# How many frames down a summary follows calls.
-_DEPTH = 8
 
 
 class Effects:
     def __init__(self, resolver: CallResolver, capture_queries: frozenset[str] = frozenset()):
         self.resolver = resolver
         self.project = resolver.project
-        self._device: dict[tuple[int, int], bool] = {}
+        # Whether a call of the function (on a class of `self`) reaches device work: the
+        # least fixed point over the call graph, so a recursion reaches it only through a
+        # member that does, whichever member is asked about first, at any depth.
+        self._device = FixedPoint(lambda subject: self._own_device_work(*subject), False)
         self._reads: dict[tuple[int, str], bool] = {}
         self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program, capture_queries)
 
@@ -49,29 +50,21 @@ class Effects:
             )
         return found
 
-    def reaches_device_work(self, target: Target, depth: int = 0) -> bool:
-        key = (id(target.function), id(target.self_class))
-        found = self._device.get(key)
-        if found is not None:
-            return found
-        if depth > _DEPTH:
-            return True  # too deep to know: assume it may
-        self._device[key] = False  # a cycle adds nothing
+    def reaches_device_work(self, target: Target) -> bool:
+        return self._device.get((id(target.function), id(target.self_class)), (target.function, target.self_class))
+
+    def _own_device_work(self, function: FunctionInfo, self_class) -> bool:
         # Work a capture-state guard keeps out of every capture needs no warm-up.
         runs = self.summaries.runs_while_capturing
-        found = any(
-            self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function) if runs(call, target.function)
-        )
-        self._device[key] = found
-        return found
+        return any(self.call_reaches_device_work(call, function, self_class) for call in _calls(function) if runs(call, function))
 
-    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
+    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None) -> bool:
         name = self.project.qualified_name(call.func, function.module, function)
         if name is not None and name.startswith(_FRAMEWORKS):
             return self.launches_program(call, function)
         targets = self.resolver.resolve_all(call, function, self_class)
         if targets:
-            return any(self.reaches_device_work(t, depth + 1) for t in targets)
+            return any(self.reaches_device_work(t) for t in targets)
         return self.unseen_user_callable(call, function)
 
     def launches_program(self, call: cst.Call, function: FunctionInfo) -> bool:
