@@ -223,6 +223,23 @@ def test_a_branch_every_captured_call_fixes_is_not_captured_work():
     assert all(starts[("model.py", row, code)] == {"serve.py"} for row in (5, 6) for code in ("TRC101", "TRC301"))
 
 
+def test_a_value_never_none_any_number_of_frames_down():
+    # `load_tables` returns what four helpers down `upload_tables` returns, a tuple: never
+    # None, so `rotate`'s `tables if tables is not None else upload_tables(...)` never uploads
+    # in `trace_loaded`'s capture (a cutoff four frames down used to leave it unknown, and
+    # the upload was reported with a chain from loaded.py). Without tables (missing.py) it
+    # uploads: rotary.py:5 and 6.
+    project = PROJECTS / "never_none_frames_down"
+    assert finding_set(project) == {
+        ("rotary.py", 5, "TRC101"),
+        ("rotary.py", 5, "TRC301"),
+        ("rotary.py", 6, "TRC101"),
+        ("rotary.py", 6, "TRC301"),
+    }
+    for findings in (findings_json(project), findings_json(project / "rotary.py")):
+        assert [{Path(c[0]["filename"]).name for c in f["chains"]} for f in findings] == [{"missing.py"}] * 4
+
+
 def test_a_wrapper_of_a_library_function_imported_on_each_branch_has_unknown_effects():
     # `weak_ref_tensors` calls `weak_ref_tensor`, imported from outside the project on each
     # branch of a module-level `if` (another branch raises): a library call of unknown
