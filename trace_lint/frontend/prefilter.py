@@ -34,7 +34,7 @@ def enabled() -> bool:
     return os.environ.get("TRACE_LINT_PREFILTER", "on").lower() != "off"
 
 
-# Mirrors project.MODULE_STAND_INS: names that resolve to themselves even as locals.
+# Mirrors the frameworks' modules (`Project.module_stand_ins`): names that resolve to themselves even as locals.
 STAND_INS = ("ttnn", "torch")
 
 # Words that make a file a candidate on their own: the `# trace-lint: captured` comment

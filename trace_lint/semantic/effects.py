@@ -25,13 +25,12 @@ from .calls import CallResolver, Target, has_decorator
 from .project import FunctionInfo
 from .summaries import FixedPoint, Summaries, target_elements
 
-_FRAMEWORKS = ("ttnn.", "torch.")
-
 
 class Effects:
     def __init__(self, resolver: CallResolver, capture_queries: frozenset[str] = frozenset()):
         self.resolver = resolver
         self.project = resolver.project
+        self.library = resolver.library
         # Whether a call of the function (on a class of `self`) reaches device work: the
         # least fixed point over the call graph, so a recursion reaches it only through a
         # member that does, whichever member is asked about first, at any depth.
@@ -60,22 +59,18 @@ class Effects:
 
     def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None) -> bool:
         name = self.project.qualified_name(call.func, function.module, function)
-        if name is not None and name.startswith(_FRAMEWORKS):
-            return self.launches_program(call, function)
+        if name is not None and self.library.owns(name):
+            return self.library.launches_program(name)
         targets = self.resolver.resolve_all(call, function, self_class)
         if targets:
             return any(self.reaches_device_work(t) for t in targets)
         return self.unseen_user_callable(call, function)
 
     def launches_program(self, call: cst.Call, function: FunctionInfo) -> bool:
-        """A framework call that launches a device program: not an allocation, a copy into a
-        preallocated buffer, a free, an alias or a query (`ttnn.allocate_tensor_on_device`,
-        `ttnn.copy_host_to_device_tensor`, `torch.cuda.current_stream`)."""
+        """A framework call that launches a device program (as its framework says): not an
+        allocation, a copy into a preallocated buffer, a free, an alias or a query."""
         name = self.project.qualified_name(call.func, function.module, function)
-        if name is None or not name.startswith(_FRAMEWORKS):
-            return False
-        table = tables()
-        return name not in table.torch.no_device_work and name not in table.ttnn.no_device_program
+        return name is not None and self.library.owns(name) and self.library.launches_program(name)
 
     def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
         """A use of the name's value, not only of its host metadata."""
@@ -113,7 +108,7 @@ class Effects:
             for element in node.value.elements:
                 value = element.value
                 name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
-                if name is None or not name.startswith(_FRAMEWORKS):
+                if name is None or not self.library.owns(name):
                     return False
             seen = True
         return seen
@@ -143,7 +138,7 @@ class Effects:
         if not isinstance(value, cst.Call):
             return False
         name = self.project.qualified_name(value.func, method.module, method)
-        if name is not None and (name.startswith(_FRAMEWORKS) or self.project.lookup(name) is not None):
+        if name is not None and (self.library.owns(name) or self.project.lookup(name) is not None):
             return False
         return not self.resolver.resolve_all(value, method)
 
