@@ -251,6 +251,28 @@ def test_no_rule_names_a_framework():
     assert named == []
 
 
+def test_the_semantic_model_names_no_framework():
+    """semantic/ comes before the plug-ins: it reads no framework's table section
+    (`tables().ttnn`) and names no framework module (`"torch"`, `"ttnn."`). What a framework
+    call does (a free, a device program), which values are its tensors and which names stand
+    for its module are the plug-ins' answers, handed in (`semantic/library.py`)."""
+    import ast
+    from pathlib import Path
+
+    import trace_lint.semantic
+
+    names = {framework.section for framework in FRAMEWORKS} | {module for framework in FRAMEWORKS for module in framework.modules}
+    prefixes = tuple(f"{name}." for name in names)
+    named = []
+    for path in sorted(Path(trace_lint.semantic.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in names:
+                named.append(f"{path.name}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value in names or node.value.startswith(prefixes)):
+                named.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert named == []
+
+
 CLASS_HELPER = """\
 import ttnn
 
