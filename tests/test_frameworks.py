@@ -231,6 +231,32 @@ def test_a_third_framework_says_which_calls_launch_device_programs(tmp_path, mon
     assert found() == {(9, "TRC404")}
 
 
+PASSED_IN = """\
+def step(recorder, dev, host):
+    with recorder.record(dev):
+        x = recorder.upload(host)
+    return x
+"""
+
+
+def test_a_parameter_named_like_a_third_frameworks_module_stands_for_it(tmp_path, monkeypatch):
+    # The module handed in as a parameter of its name (as tt-check passes `ttnn` in) stands
+    # for it once the plug-in says the module is its own: the prefilter admits the file and
+    # the region is found (TRC101, line 3).
+    def admitted() -> bool:
+        return prefilter_for(Settings()).admits(PASSED_IN.encode(), "app.step", False)
+
+    def found() -> set[tuple[int, str]]:
+        return {(f.location.row, f.code) for f in findings_for(PASSED_IN, tmp_path, select=FAMILY_CODES)}
+
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, Recorder()))
+    assert not admitted()
+    assert found() == set()
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, OwningRecorder()))
+    assert admitted()
+    assert found() == {(3, "TRC101")}
+
+
 def test_no_rule_names_a_framework():
     """Rules subscribe to effects: none reads a framework's table section (`tables().ttnn`,
     `context.torch`) or tests a framework's capture kind (`region.kind == "ttnn"`)."""

@@ -115,7 +115,7 @@ def prefilter_for(settings) -> Prefilter:
     words.extend(name.rsplit(".", 1)[-1].encode() for name in settings.captured_functions)
     # `capture-contexts` are dotted tails (`device_module.graph`): their last part is the token.
     words.extend(name.rsplit(".", 1)[-1].encode() for name in getattr(settings, "capture_contexts", ()))
-    return Prefilter(targets, words)
+    return Prefilter(targets, words, tuple(sorted(module_names())))
 
 
 __all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "library", "module_names", "names_of", "names_with", "prefilter_for", "subscript_effects"]
