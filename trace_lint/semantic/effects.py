@@ -5,10 +5,12 @@
 project predicate given a tensor reads its value only if its body does.
 
 `reaches_device_work`: the function (or a function it calls, transitively, as resolved)
-calls a ttnn or torch op that launches a device program, or calls a callable the analysis
-cannot see (a parameter, a local, an attribute of `self`: user code that may launch device
-work). Host helpers (logging, bookkeeping) reach none, nor helpers that only allocate, copy
-into preallocated buffers, free, alias or read host metadata (RULES.md "Summaries").
+calls a framework op that launches a device program (as its plug-in says: `Library`), or
+calls a callable the analysis cannot see (a parameter, a local, an attribute of `self`: user
+code that may launch device work). Host helpers (logging, bookkeeping) reach none, nor
+helpers that only allocate, copy into preallocated buffers, free, alias or read host
+metadata (RULES.md "Summaries"). The least fixed point over the call graph: a recursion
+reaches device work only through a member that does, at any depth.
 
 `summaries`: what a call does to what it is handed (frees, stores, runs), per function.
 """
