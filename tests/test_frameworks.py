@@ -157,6 +157,106 @@ def test_a_third_framework_declares_its_own_transfers_reads_syncs_and_creations(
     assert messages["TRC102"].startswith("`recorder.download` reads a device tensor back") and "download after `recorder.replay`" in messages["TRC102"]
 
 
+class FreeingRecorder(Recorder):
+    """The same library, declaring its free too (`recorder.free(t)`)."""
+
+    def freed(self, call, name):
+        return call.args[0].value if name == "recorder.free" and call.args else None
+
+
+FREED = """\
+import recorder
+
+
+def release(t):
+    recorder.free(t)
+
+
+def step(dev, host):
+    x = recorder.upload(host)
+    with recorder.record(dev):
+        y = recorder.add(x, x)
+        recorder.free(x)
+        tmp = recorder.add(y, y)
+        out = recorder.add(tmp, y)
+        recorder.free(tmp)
+        release(out)
+    return out
+"""
+
+
+def test_a_third_framework_declares_its_own_frees(tmp_path, monkeypatch):
+    # A free of the trace input (line 12) and of its output through a project helper (16) are
+    # TRC302; the free of an intermediate made and last used in the region (15) is not.
+    def found() -> set[tuple[int, str]]:
+        return {(f.location.row, f.code) for f in findings_for(FREED, tmp_path, select=("TRC302",))}
+
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, Recorder()))
+    assert found() == set()  # a capture, but no framework says what frees
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, FreeingRecorder()))
+    assert found() == {(12, "TRC302"), (16, "TRC302")}
+
+
+class OwningRecorder(Recorder):
+    """The same library, saying which module is its own: its calls are library calls that
+    launch device programs (`Framework.launches_program`), not unknown names."""
+
+    modules = frozenset({"recorder"})
+
+
+WARMED = """\
+import recorder
+
+
+def work(x):
+    return recorder.add(x, x)
+
+
+def step(dev, x):
+    with recorder.record(dev):
+        y = work(x)
+    return y
+"""
+
+
+def test_a_third_framework_says_which_calls_launch_device_programs(tmp_path, monkeypatch):
+    # `work` runs the framework's op and first runs inside the capture: TRC404 (line 9), as
+    # soon as the plug-in says `recorder` is its module.
+    def found() -> set[tuple[int, str]]:
+        return {(f.location.row, f.code) for f in findings_for(WARMED, tmp_path, select=("TRC404",))}
+
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, Recorder()))
+    assert found() == set()
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, OwningRecorder()))
+    assert found() == {(9, "TRC404")}
+
+
+PASSED_IN = """\
+def step(recorder, dev, host):
+    with recorder.record(dev):
+        x = recorder.upload(host)
+    return x
+"""
+
+
+def test_a_parameter_named_like_a_third_frameworks_module_stands_for_it(tmp_path, monkeypatch):
+    # The module handed in as a parameter of its name (as tt-check passes `ttnn` in) stands
+    # for it once the plug-in says the module is its own: the prefilter admits the file and
+    # the region is found (TRC101, line 3).
+    def admitted() -> bool:
+        return prefilter_for(Settings()).admits(PASSED_IN.encode(), "app.step", False)
+
+    def found() -> set[tuple[int, str]]:
+        return {(f.location.row, f.code) for f in findings_for(PASSED_IN, tmp_path, select=FAMILY_CODES)}
+
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, Recorder()))
+    assert not admitted()
+    assert found() == set()
+    monkeypatch.setattr(frameworks, "FRAMEWORKS", (*FRAMEWORKS, OwningRecorder()))
+    assert admitted()
+    assert found() == {(3, "TRC101")}
+
+
 def test_no_rule_names_a_framework():
     """Rules subscribe to effects: none reads a framework's table section (`tables().ttnn`,
     `context.torch`) or tests a framework's capture kind (`region.kind == "ttnn"`)."""
@@ -173,6 +273,28 @@ def test_no_rule_names_a_framework():
             if isinstance(node, ast.Attribute) and node.attr in sections:
                 named.append(f"{path.name}:{node.lineno}: .{node.attr}")
             elif isinstance(node, ast.Constant) and node.value in sections | kinds:
+                named.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert named == []
+
+
+def test_the_semantic_model_names_no_framework():
+    """semantic/ comes before the plug-ins: it reads no framework's table section
+    (`tables().ttnn`) and names no framework module (`"torch"`, `"ttnn."`). What a framework
+    call does (a free, a device program), which values are its tensors and which names stand
+    for its module are the plug-ins' answers, handed in (`semantic/library.py`)."""
+    import ast
+    from pathlib import Path
+
+    import trace_lint.semantic
+
+    names = {framework.section for framework in FRAMEWORKS} | {module for framework in FRAMEWORKS for module in framework.modules}
+    prefixes = tuple(f"{name}." for name in names)
+    named = []
+    for path in sorted(Path(trace_lint.semantic.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in names:
+                named.append(f"{path.name}:{node.lineno}: .{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value in names or node.value.startswith(prefixes)):
                 named.append(f"{path.name}:{node.lineno}: {node.value!r}")
     assert named == []
 

@@ -121,6 +121,20 @@ def test_recursive_helpers_are_summarised_whatever_is_asked_first():
     assert [(item["location"]["row"], item["code"]) for item in alone] == [(23, "TRC302")]
 
 
+def test_device_work_through_recursion_and_deep_chains():
+    # `prepare` and `settle` call each other and only `prepare` runs an op: both reach device
+    # work, whichever is asked about first (captures.py:7 and :16; asking about `prepare`
+    # first used to leave `settle` summarised as reaching none). `describe` goes eleven
+    # frames down to a helper that reads host metadata only: no device work, so no warm-up
+    # is needed (:25; a depth cutoff used to assume it reached some).
+    assert finding_set(PROJECTS / "recursive_device_work") == {
+        ("captures.py", 7, "TRC404"),
+        ("captures.py", 16, "TRC404"),
+    }
+    alone = findings_json(PROJECTS / "recursive_device_work" / "captures.py")
+    assert [(item["location"]["row"], item["code"]) for item in alone] == [(7, "TRC404"), (16, "TRC404")]
+
+
 def test_a_handle_made_outside_the_project_has_unknown_effects():
     # `Tap.__call__` reaches device work only through `self._handle.enqueue`, a handle the
     # compiled extension made (`native.make_tap(...)` or None): unknown effects, so the tap
@@ -207,6 +221,23 @@ def test_a_branch_every_captured_call_fixes_is_not_captured_work():
     assert starts[("kernels.py", 7, "TRC103")] == {"partials.py"}
     assert starts[("kernels.py", 15, "TRC103")] == {"synced.py"}
     assert all(starts[("model.py", row, code)] == {"serve.py"} for row in (5, 6) for code in ("TRC101", "TRC301"))
+
+
+def test_a_value_never_none_any_number_of_frames_down():
+    # `load_tables` returns what four helpers down `upload_tables` returns, a tuple: never
+    # None, so `rotate`'s `tables if tables is not None else upload_tables(...)` never uploads
+    # in `trace_loaded`'s capture (a cutoff four frames down used to leave it unknown, and
+    # the upload was reported with a chain from loaded.py). Without tables (missing.py) it
+    # uploads: rotary.py:5 and 6.
+    project = PROJECTS / "never_none_frames_down"
+    assert finding_set(project) == {
+        ("rotary.py", 5, "TRC101"),
+        ("rotary.py", 5, "TRC301"),
+        ("rotary.py", 6, "TRC101"),
+        ("rotary.py", 6, "TRC301"),
+    }
+    for findings in (findings_json(project), findings_json(project / "rotary.py")):
+        assert [{Path(c[0]["filename"]).name for c in f["chains"]} for f in findings] == [{"missing.py"}] * 4
 
 
 def test_a_wrapper_of_a_library_function_imported_on_each_branch_has_unknown_effects():

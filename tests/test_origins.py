@@ -107,6 +107,45 @@ def capture(device, x):
 """,
         [],
     ),
+    # Made by the framing code through four factories, each returning the next one's call:
+    # still a new object, however many frames down (no cutoff).
+    "made_by_factories_frames_down": (
+        CHAINS
+        + """
+
+def make_chains():
+    return build_chains()
+
+
+def build_chains():
+    return assemble_chains()
+
+
+def assemble_chains():
+    return finish_chains()
+
+
+def finish_chains():
+    return Chains()
+
+
+def layer(ch: Chains, x):
+    ch.add(x)
+    return ttnn.relu(x)
+
+
+def capture(device, x):
+    ch = make_chains()
+    layer(ch, x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = layer(ch, x)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out
+""",
+        [],
+    ),
     # A method calling another on the same capture-time `self`.
     "self_calls_on_a_capture_time_object": (
         CHAINS

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import libcst as cst
 
+from trace_lint import frameworks
 from trace_lint.semantic.project import ModuleInfo, Project
 from trace_lint.frameworks.ttnn.regions import find_regions
 
 
 def _regions(source: str):
     module = ModuleInfo(Path("m.py"), "m", "m.py", text=source)
-    project = Project([module])
+    project = Project([module], frameworks.module_names())
     module.load()
     out = []
     for function in module.iter_functions():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from trace_lint import frameworks
 from trace_lint.semantic.calls import CallResolver
 from trace_lint.semantic.module_names import module_names, source_roots
 from trace_lint.semantic.project import FunctionInfo, ModuleInfo, Project
@@ -23,7 +24,7 @@ def make_project(tmp_path: Path, files: dict[str, str], roots=None) -> Project:
     for relative in files:
         path = (tmp_path / relative).resolve()
         modules.append(ModuleInfo(path, module_names(path, all_roots), relative))
-    return Project(modules)
+    return Project(modules, frameworks.module_names())  # the stand-ins, as the engine hands them in
 
 
 def module_of(project: Project, display: str) -> ModuleInfo:

@@ -24,6 +24,7 @@ from ..frontend.syntax_walk import children
 from ..semantic.calls import CallResolver, has_decorator
 from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo
+from ..semantic.summaries import FixedPoint
 
 # Values: TOP (no call seen yet, where the fixed point starts), a constant, "some value that
 # is not None", UNKNOWN.
@@ -34,6 +35,8 @@ NOT_NONE: Value = ("not-none",)
 # What an argument is: a value met with the values of some of the caller's parameters.
 Form = tuple  # (Value, frozenset[str])
 
+# How many bindings an argument's value is followed through within one function (a cycle of
+# names ends there); calls are followed through their summaries, any number of frames down.
 _DEPTH = 4
 _NOT_LITERAL = object()
 
@@ -92,7 +95,10 @@ class ConstantParameters:
         self._edge_keys: set[tuple] = set()
         self._forms: dict[tuple[int, int, str], Form] = {}
         self._tests: dict[int, list[tuple[cst.CSTNode, frozenset]]] = {}
-        self._never_none: dict[int, bool] = {}
+        # Whether every return of a function is a value never None: the least fixed point
+        # over the call graph (a recursion proves nothing through itself), whatever the
+        # number of frames down and whichever function is asked about first.
+        self._never_none = FixedPoint(self._own_never_none, False)
         self._dead: dict[tuple[int, int], frozenset[int]] = {}
         self.solved = False
 
@@ -268,7 +274,7 @@ class ConstantParameters:
         if depth > _DEPTH:
             return _UNKNOWN_FORM
         if isinstance(expr, cst.Call):
-            return (NOT_NONE, frozenset()) if self._call_never_none(expr, function, depth) else _UNKNOWN_FORM
+            return (NOT_NONE, frozenset()) if self._call_never_none(expr, function) else _UNKNOWN_FORM
         if not isinstance(expr, cst.Name):
             return _UNKNOWN_FORM
         name = expr.value
@@ -301,7 +307,7 @@ class ConstantParameters:
             total = form if total is None else _meet_forms(total, form)
         return total if total is not None else _UNKNOWN_FORM
 
-    def _call_never_none(self, call: cst.Call, function: FunctionInfo, depth: int) -> bool:
+    def _call_never_none(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A project class's construction, or a call of the one project function it can run
         whose every return is a value never None."""
         if isinstance(call.func, (cst.Name, cst.Attribute)) and self.resolver.class_of(call.func, function.module, function) is not None:
@@ -309,25 +315,21 @@ class ConstantParameters:
         targets = self.resolver.resolve_all(call, function)
         if len(targets) != 1 or targets[0].function.name == "__init__":
             return False
-        return self._returns_never_none(targets[0].function, depth + 1)
+        return self._returns_never_none(targets[0].function)
 
-    def _returns_never_none(self, function: FunctionInfo, depth: int) -> bool:
-        key = id(function)
-        if key in self._never_none:
-            return self._never_none[key]
-        self._never_none[key] = False  # a recursive function proves nothing
+    def _returns_never_none(self, function: FunctionInfo) -> bool:
+        return self._never_none.get(id(function), function)
+
+    def _own_never_none(self, function: FunctionInfo) -> bool:
         node = function.node
         if isinstance(node, cst.Lambda):
-            ok = _never_none_form(self._expression_form(node.body, function, depth))
-        elif node.asynchronous is not None or any(isinstance(n, cst.Yield) for n in function.nodes):
-            ok = False
-        else:
-            returns = [n for n in function.nodes if isinstance(n, cst.Return)]
-            ok = bool(returns) and always_leaves(node.body) and all(
-                r.value is not None and _never_none_form(self._expression_form(r.value, function, depth)) for r in returns
-            )
-        self._never_none[key] = ok
-        return ok
+            return _never_none_form(self._expression_form(node.body, function, 0))
+        if node.asynchronous is not None or any(isinstance(n, cst.Yield) for n in function.nodes):
+            return False
+        returns = [n for n in function.nodes if isinstance(n, cst.Return)]
+        return bool(returns) and always_leaves(node.body) and all(
+            r.value is not None and _never_none_form(self._expression_form(r.value, function, 0)) for r in returns
+        )
 
     # -- branches ------------------------------------------------------------------------------
     def _tests_of(self, function: FunctionInfo) -> list[tuple[cst.CSTNode, frozenset]]:

@@ -334,7 +334,9 @@ class Engine:
                 if winner not in self.rule_classes:
                     self.rule_classes.append(winner)
         self.claims: list[Claim] = []
-        self.resolver = CallResolver(project)
+        # What the semantic model asks the frameworks (it names none of them).
+        project.module_stand_ins = frameworks.module_names()
+        self.resolver = CallResolver(project, frameworks.library())
         self.findings: dict[tuple[str, int, int, str], Finding] = {}
         self.regions: list[Region] = []
         self.reach: dict[FunctionInfo, Reach] = {}

@@ -17,7 +17,8 @@ from .. import frameworks
 from ..core.api_tables import tables
 from ..frameworks.effects import CallEffect, Effect
 from ..frameworks.torch import CUDA_GRAPH_KINDS
-from ..semantic.tensors import TensorFacts, TorchFacts
+from ..frameworks.torch.tensors import TorchFacts
+from ..frameworks.ttnn.tensors import TensorFacts
 
 if TYPE_CHECKING:
     from ..semantic.calls import Target

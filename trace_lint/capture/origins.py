@@ -18,12 +18,15 @@ import libcst as cst
 
 from ..semantic.calls import CallResolver, Target, has_decorator
 from ..semantic.project import FunctionInfo
+from ..semantic.summaries import FixedPoint
 
 # What an argument needs to be a capture-time object: the (function, parameter) pairs that
 # must hold capture-time objects themselves, the caller's or, for a closure's variable, an
 # enclosing function's (empty: it is one whatever they got); None: it is not one.
 Need = Optional[frozenset]
 
+# How many bindings a value is followed through within one function (a cycle of names ends
+# there); factories are followed through their summaries, any number of calls down.
 _FACTORY_DEPTH = 3
 
 
@@ -39,7 +42,10 @@ class CaptureTimeObjects:
         # locals made before the capture are capture-time objects to closures they hand on.
         self._framing: set[FunctionInfo] = set()
         self._solved: Optional[dict[FunctionInfo, frozenset]] = None
-        self._returns: dict[tuple[int, Optional[int]], bool] = {}
+        # Whether every return of a factory makes a new object (at an index of the tuple it
+        # returns): the least fixed point over the call graph (a recursive factory proves
+        # nothing through itself), however many factories down.
+        self._returns = FixedPoint(lambda subject: self._own_returns_made(*subject), False)
         self._edge_needs: dict[tuple[int, int], dict[str, Need]] = {}
         # The same, per capture site (root id): what that site's calls hand each function.
         self._into_by_root: dict[int, dict[FunctionInfo, list[tuple[FunctionInfo, dict[str, Need]]]]] = {}
@@ -156,7 +162,7 @@ class CaptureTimeObjects:
         if depth > _FACTORY_DEPTH:
             return None
         if isinstance(expr, cst.Call):
-            return frozenset() if self._made_by(expr, function, None, depth) else None
+            return frozenset() if self._made_by(expr, function, None) else None
         if not isinstance(expr, cst.Name):
             return None
         name = expr.value
@@ -190,23 +196,23 @@ class CaptureTimeObjects:
                 total |= need
             elif binding.kind == "assign" and isinstance(binding.node, cst.Assign):
                 # `call, batched = _prepare(...)`: one element of what a factory returns.
-                if not self._unpacked_made(binding.name, binding.node, function, depth):
+                if not self._unpacked_made(binding.name, binding.node, function):
                     return None
             else:
                 return None
         return frozenset(total) if found else None
 
-    def _unpacked_made(self, name: str, statement: cst.Assign, function: FunctionInfo, depth: int) -> bool:
+    def _unpacked_made(self, name: str, statement: cst.Assign, function: FunctionInfo) -> bool:
         if not isinstance(statement.value, cst.Call):
             return False
         for target in statement.targets:
             elements = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else ()
             for index, element in enumerate(elements):
                 if isinstance(element.value, cst.Name) and element.value.value == name:
-                    return self._made_by(statement.value, function, index, depth)
+                    return self._made_by(statement.value, function, index)
         return False
 
-    def _made_by(self, call: cst.Call, function: FunctionInfo, index: Optional[int], depth: int) -> bool:
+    def _made_by(self, call: cst.Call, function: FunctionInfo, index: Optional[int]) -> bool:
         """The call makes a new object (at `index` of the tuple it returns, when given): a
         project class's construction, or a project function every return of which does."""
         if index is None and self._constructs(call, function):
@@ -214,33 +220,28 @@ class CaptureTimeObjects:
         targets = self.resolver.resolve_all(call, function)
         if len(targets) != 1 or targets[0].function.name == "__init__":
             return False
-        return self._returns_made(targets[0].function, index, depth + 1)
+        return self._returns_made(targets[0].function, index)
 
     def _constructs(self, call: cst.Call, function: FunctionInfo) -> bool:
         """The call makes an instance of a project class."""
         return isinstance(call.func, (cst.Name, cst.Attribute)) and self.resolver.class_of(call.func, function.module, function) is not None
 
-    def _returns_made(self, factory: FunctionInfo, index: Optional[int], depth: int) -> bool:
-        key = (id(factory), index)
-        if key in self._returns:
-            return self._returns[key]
-        self._returns[key] = False  # a recursive factory proves nothing
-        if depth > _FACTORY_DEPTH or _is_generator(factory):
+    def _returns_made(self, factory: FunctionInfo, index: Optional[int]) -> bool:
+        return self._returns.get((id(factory), index), (factory, index))
+
+    def _own_returns_made(self, factory: FunctionInfo, index: Optional[int]) -> bool:
+        if _is_generator(factory):
             return False
         returns = [n for n in factory.nodes if isinstance(n, cst.Return)]
-        ok = bool(returns)
         for statement in returns:
             value = statement.value
             if index is not None:
                 if not isinstance(value, cst.Tuple) or index >= len(value.elements) or isinstance(value.elements[index], cst.StarredElement):
-                    ok = False
-                    break
+                    return False
                 value = value.elements[index].value
-            if value is None or self._need(value, factory, depth) != frozenset():
-                ok = False
-                break
-        self._returns[key] = ok
-        return ok
+            if value is None or self._need(value, factory, 0) != frozenset():
+                return False
+        return bool(returns)
 
 
 def _greatest_fixed_point(into: dict, is_root) -> dict[FunctionInfo, frozenset]:

@@ -62,6 +62,40 @@ def capture_queries() -> frozenset[str]:
     return names_of("capture_queries")
 
 
+class _Library:
+    """What the semantic model asks of the frameworks (`semantic.library.Library`), answered
+    by every plug-in in `FRAMEWORKS` as it is when asked."""
+
+    def owns(self, name: str) -> bool:
+        return any(framework.owns(name) for framework in FRAMEWORKS)
+
+    def launches_program(self, name: str) -> bool:
+        return any(framework.owns(name) and framework.launches_program(name) for framework in FRAMEWORKS)
+
+    def freed(self, call, name):
+        for framework in FRAMEWORKS:
+            freed = framework.freed(call, name)
+            if freed is not None:
+                return freed
+        return None
+
+    def returns_receiver(self, method: str) -> bool:
+        return any(framework.returns_receiver(method) for framework in FRAMEWORKS)
+
+
+def module_names() -> frozenset[str]:
+    """Every framework's own modules (`ttnn`, `torch`)."""
+    found: frozenset[str] = frozenset()
+    for framework in FRAMEWORKS:
+        found |= framework.modules
+    return found
+
+
+def library() -> _Library:
+    """The frameworks' answers to what the semantic model asks."""
+    return _Library()
+
+
 def prefilter_for(settings) -> Prefilter:
     """The prefilter for these settings: each framework's names and words, and the
     configured capture markers."""
@@ -81,7 +115,7 @@ def prefilter_for(settings) -> Prefilter:
     words.extend(name.rsplit(".", 1)[-1].encode() for name in settings.captured_functions)
     # `capture-contexts` are dotted tails (`device_module.graph`): their last part is the token.
     words.extend(name.rsplit(".", 1)[-1].encode() for name in getattr(settings, "capture_contexts", ()))
-    return Prefilter(targets, words)
+    return Prefilter(targets, words, tuple(sorted(module_names())))
 
 
-__all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "names_of", "names_with", "prefilter_for", "subscript_effects"]
+__all__ = ["FRAMEWORKS", "LANGUAGE", "CallEffect", "Effect", "Framework", "call_effects", "capture_queries", "library", "module_names", "names_of", "names_with", "prefilter_for", "subscript_effects"]

@@ -26,6 +26,9 @@ class Framework:
     self_closing_kinds: frozenset[str] = frozenset()
     # What to do about work that first runs inside one of its captures (TRC404).
     warm_up_advice: str = "run it once before the capture begins"
+    # The top-level modules whose names are this framework's (`ttnn`): their calls are
+    # library calls, never user code.
+    modules: frozenset[str] = frozenset()
 
     @property
     def table(self):
@@ -92,6 +95,25 @@ class Framework:
 
     def ends_region(self, region: "Region", call: "cst.Call") -> bool:
         """A call that ends this region through the region's own object (`g.capture_end()`)."""
+        return False
+
+    def owns(self, name: str) -> bool:
+        """The dotted name is in one of this framework's modules."""
+        head, dot, _ = name.partition(".")
+        return bool(dot) and head in self.modules
+
+    def launches_program(self, name: str) -> bool:
+        """A call of one of its names (`owns`) launches a device program: not an
+        allocation, a copy into a preallocated buffer, a free, an alias or a query."""
+        return True
+
+    def freed(self, call: "cst.Call", name: Optional[str]) -> Optional["cst.BaseExpression"]:
+        """What the call frees (`Effect.FREE`'s operand: an argument, or the receiver of a
+        method of a value when `name` is None), or None."""
+        return None
+
+    def returns_receiver(self, method: str) -> bool:
+        """A method its base classes give user classes that returns the instance itself."""
         return False
 
     def tensor_methods(self) -> frozenset[str]:

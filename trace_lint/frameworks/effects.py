@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ..semantic.project import FunctionInfo, ModuleInfo
-    from ..semantic.tensors import TensorFacts, TorchFacts
+    from .torch.tensors import TorchFacts
+    from .ttnn.tensors import TensorFacts
 
 
 class Effect(enum.Enum):

@@ -34,9 +34,6 @@ def enabled() -> bool:
     return os.environ.get("TRACE_LINT_PREFILTER", "on").lower() != "off"
 
 
-# Mirrors project.MODULE_STAND_INS: names that resolve to themselves even as locals.
-STAND_INS = ("ttnn", "torch")
-
 # Words that make a file a candidate on their own: the `# trace-lint: captured` comment
 # and graph methods matched by attribute name alone (`g.capture_begin()`).
 DEFAULT_WORDS = (b"trace-lint", b"capture_begin")
@@ -55,6 +52,9 @@ class Prefilter:
     targets: Sequence[str]
     # Raw tokens that make a file a candidate on their own.
     words: Sequence[bytes] = DEFAULT_WORDS
+    # Module names that resolve to themselves even as locals (the frameworks' modules, as
+    # `Project.module_stand_ins`).
+    stand_ins: Sequence[str] = ()
     _last: list[bytes] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
@@ -125,7 +125,7 @@ class Prefilter:
             if not present(last, parts):
                 continue
             if bindings is None:
-                bindings = [*_bindings(data, module_name, is_package, self._all_parts), *extra_bindings]
+                bindings = [*_bindings(data, module_name, is_package, self.stand_ins, self._all_parts), *extra_bindings]
             if _may_spell(data, target, bindings, module_name):
                 return True
         return False
@@ -153,11 +153,11 @@ def _imports(data: bytes):
         position = data.find(b"import", end)
 
 
-def _bindings(data: bytes, module_name: str, is_package: bool, parts: frozenset = frozenset()) -> list[tuple[str, str]]:
+def _bindings(data: bytes, module_name: str, is_package: bool, stand_ins: Sequence[str], parts: frozenset = frozenset()) -> list[tuple[str, str]]:
     """(local name, full dotted name) for every import the text may hold, over-approximated.
     With `parts`, imports whose names mention none of them are left out: a binding that is
     a prefix of a target ends in one of the target's parts."""
-    out: list[tuple[str, str]] = [(name, name) for name in STAND_INS]
+    out: list[tuple[str, str]] = [(name, name) for name in stand_ins]
     package = module_name if is_package else module_name.rpartition(".")[0]
     for base_raw, names_raw in _imports(data):
         if parts and not any(part in names_raw for part in parts):

@@ -18,7 +18,6 @@ from ..frontend.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
-from ..semantic.tensors import TensorFacts
 from ..capture.values import assigned_value, capture_condition, conditional_capture, executed_after, input_names, runs_after_region, same_trace
 from .allocation import allocates, released_before
 from ..core.findings import Fix
@@ -29,7 +28,7 @@ from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
-    from ..capture.facts import ProgramFacts
+    from ..capture.facts import ProgramFacts, TensorFacts
 
 def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [root]

@@ -12,6 +12,7 @@ from typing import Optional
 import libcst as cst
 
 from ..core.api_tables import tables
+from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from ..frontend.syntax_walk import children
 
@@ -33,8 +34,10 @@ class CallResolver:
     """A chain of resolvers: a call's target is found through scopes, imports, classes and
     what values are known to hold; anything else is unknown, never guessed by name."""
 
-    def __init__(self, project: Project):
+    def __init__(self, project: Project, library: Library = NO_LIBRARY):
         self.project = project
+        # What the frameworks say their calls do (semantic/ names none of them).
+        self.library = library
         self._resolved: dict[tuple[int, int, int], tuple[Target, ...]] = {}
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
@@ -141,8 +144,8 @@ class CallResolver:
             if classes:
                 return classes
             out = []
-            if isinstance(func, cst.Attribute) and func.attr.value in tables().torch.module_passthrough_methods:
-                # `Net().cuda().eval()`: torch's module methods return the module itself.
+            if isinstance(func, cst.Attribute) and self.library.returns_receiver(func.attr.value):
+                # `Net().cuda().eval()`: a framework module's methods that return the module itself.
                 for cls in self.value_classes(func.value, function, self_class, depth + 1):
                     if self.method(cls, func.attr.value) is None and cls not in out:
                         out.append(cls)

@@ -5,10 +5,12 @@
 project predicate given a tensor reads its value only if its body does.
 
 `reaches_device_work`: the function (or a function it calls, transitively, as resolved)
-calls a ttnn or torch op that launches a device program, or calls a callable the analysis
-cannot see (a parameter, a local, an attribute of `self`: user code that may launch device
-work). Host helpers (logging, bookkeeping) reach none, nor helpers that only allocate, copy
-into preallocated buffers, free, alias or read host metadata (RULES.md "Summaries").
+calls a framework op that launches a device program (as its plug-in says: `Library`), or
+calls a callable the analysis cannot see (a parameter, a local, an attribute of `self`: user
+code that may launch device work). Host helpers (logging, bookkeeping) reach none, nor
+helpers that only allocate, copy into preallocated buffers, free, alias or read host
+metadata (RULES.md "Summaries"). The least fixed point over the call graph: a recursion
+reaches device work only through a member that does, at any depth.
 
 `summaries`: what a call does to what it is handed (frees, stores, runs), per function.
 """
@@ -23,18 +25,18 @@ import libcst as cst
 from ..core.api_tables import tables
 from .calls import CallResolver, Target, has_decorator
 from .project import FunctionInfo
-from .summaries import Summaries, target_elements
-
-_FRAMEWORKS = ("ttnn.", "torch.")
-# How many frames down a summary follows calls.
-_DEPTH = 8
+from .summaries import FixedPoint, Summaries, target_elements
 
 
 class Effects:
     def __init__(self, resolver: CallResolver, capture_queries: frozenset[str] = frozenset()):
         self.resolver = resolver
         self.project = resolver.project
-        self._device: dict[tuple[int, int], bool] = {}
+        self.library = resolver.library
+        # Whether a call of the function (on a class of `self`) reaches device work: the
+        # least fixed point over the call graph, so a recursion reaches it only through a
+        # member that does, whichever member is asked about first, at any depth.
+        self._device = FixedPoint(lambda subject: self._own_device_work(*subject), False)
         self._reads: dict[tuple[int, str], bool] = {}
         self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program, capture_queries)
 
@@ -49,40 +51,28 @@ class Effects:
             )
         return found
 
-    def reaches_device_work(self, target: Target, depth: int = 0) -> bool:
-        key = (id(target.function), id(target.self_class))
-        found = self._device.get(key)
-        if found is not None:
-            return found
-        if depth > _DEPTH:
-            return True  # too deep to know: assume it may
-        self._device[key] = False  # a cycle adds nothing
+    def reaches_device_work(self, target: Target) -> bool:
+        return self._device.get((id(target.function), id(target.self_class)), (target.function, target.self_class))
+
+    def _own_device_work(self, function: FunctionInfo, self_class) -> bool:
         # Work a capture-state guard keeps out of every capture needs no warm-up.
         runs = self.summaries.runs_while_capturing
-        found = any(
-            self.call_reaches_device_work(call, target.function, target.self_class, depth) for call in _calls(target.function) if runs(call, target.function)
-        )
-        self._device[key] = found
-        return found
+        return any(self.call_reaches_device_work(call, function, self_class) for call in _calls(function) if runs(call, function))
 
-    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None, depth: int = 0) -> bool:
+    def call_reaches_device_work(self, call: cst.Call, function: FunctionInfo, self_class=None) -> bool:
         name = self.project.qualified_name(call.func, function.module, function)
-        if name is not None and name.startswith(_FRAMEWORKS):
-            return self.launches_program(call, function)
+        if name is not None and self.library.owns(name):
+            return self.library.launches_program(name)
         targets = self.resolver.resolve_all(call, function, self_class)
         if targets:
-            return any(self.reaches_device_work(t, depth + 1) for t in targets)
+            return any(self.reaches_device_work(t) for t in targets)
         return self.unseen_user_callable(call, function)
 
     def launches_program(self, call: cst.Call, function: FunctionInfo) -> bool:
-        """A framework call that launches a device program: not an allocation, a copy into a
-        preallocated buffer, a free, an alias or a query (`ttnn.allocate_tensor_on_device`,
-        `ttnn.copy_host_to_device_tensor`, `torch.cuda.current_stream`)."""
+        """A framework call that launches a device program (as its framework says): not an
+        allocation, a copy into a preallocated buffer, a free, an alias or a query."""
         name = self.project.qualified_name(call.func, function.module, function)
-        if name is None or not name.startswith(_FRAMEWORKS):
-            return False
-        table = tables()
-        return name not in table.torch.no_device_work and name not in table.ttnn.no_device_program
+        return name is not None and self.library.owns(name) and self.library.launches_program(name)
 
     def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
         """A use of the name's value, not only of its host metadata."""
@@ -120,7 +110,7 @@ class Effects:
             for element in node.value.elements:
                 value = element.value
                 name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
-                if name is None or not name.startswith(_FRAMEWORKS):
+                if name is None or not self.library.owns(name):
                     return False
             seen = True
         return seen
@@ -150,7 +140,7 @@ class Effects:
         if not isinstance(value, cst.Call):
             return False
         name = self.project.qualified_name(value.func, method.module, method)
-        if name is not None and (name.startswith(_FRAMEWORKS) or self.project.lookup(name) is not None):
+        if name is not None and (self.library.owns(name) or self.project.lookup(name) is not None):
             return False
         return not self.resolver.resolve_all(value, method)
 

@@ -31,3 +31,7 @@ def always_leaves(body: cst.BaseSuite) -> bool:
     last = statements[-1]
     smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
     return bool(smalls) and isinstance(smalls[-1], (cst.Raise, cst.Return))
+
+
+def is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"

@@ -1067,9 +1067,6 @@ BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 # re-export chains are a few hops long.
 _REEXPORT_HOPS = 16
 
-# Module names a parameter or local variable may stand for (tt-check passes `ttnn` in).
-MODULE_STAND_INS = frozenset({"ttnn", "torch"})
-
 
 _TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor})
 
@@ -1095,13 +1092,13 @@ def local_names(function: FunctionInfo) -> frozenset[str]:
     return result
 
 
-def _meaning_of_local(name: str, reaching) -> Optional[str]:
+def _meaning_of_local(name: str, reaching, stand_ins: frozenset[str]) -> Optional[str]:
     """A local name is an import's dotted name when every binding reaching it imports the
     same thing; a parameter or variable named like a framework module stands for it."""
     imported = {b.imported for b in reaching if b.kind == "import"}
     if reaching and len(imported) == 1 and all(b.kind == "import" for b in reaching):
         return imported.pop()
-    return name if name in MODULE_STAND_INS else None
+    return name if name in stand_ins else None
 
 
 def _stem_only(module: ModuleInfo, name: str) -> bool:
@@ -1113,7 +1110,7 @@ def _stem_only(module: ModuleInfo, name: str) -> bool:
 class Project:
     """All modules of the checked tree, indexed by dotted name."""
 
-    def __init__(self, modules: list[ModuleInfo]):
+    def __init__(self, modules: list[ModuleInfo], module_stand_ins: frozenset[str] = frozenset()):
         self.modules = modules
         self.by_name: dict[str, list[ModuleInfo]] = {}
         # A file's bare stem, when a source root names it otherwise, is a script's sibling
@@ -1133,6 +1130,10 @@ class Project:
             if len(self.by_name[module.name]) > 1:
                 module.own_name = f"{module.name}@{index}"
                 self.by_name[module.own_name] = [module]
+        # Module names a parameter or local variable may stand for (tt-check passes `ttnn`
+        # in): the frameworks' modules, handed in by whoever builds the analysis from the
+        # plug-ins (`capture/engine.py`).
+        self.module_stand_ins = module_stand_ins
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
         self._lookup_depth = 0
@@ -1223,7 +1224,7 @@ class Project:
             if name in bindings.declared_global:
                 break
             if bindings.binds(name):
-                return _meaning_of_local(name, bindings.reaching(name, expr))
+                return _meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins)
             scope = scope.parent
         if module.outline is not None:
             kind, imported = module.global_meaning(name)
@@ -1232,15 +1233,15 @@ class Project:
             if kind == "def":
                 return f"{module.own_name}.{name}"
             if kind == "other":
-                return name if name in MODULE_STAND_INS else None
+                return name if name in self.module_stand_ins else None
         else:  # libcst alone parsed the module: no outline of module-level bindings
             if name in module.imports:
                 return module.imports[name]
             if name in module.top_level:
                 return f"{module.own_name}.{name}"
             if name in module.globals:
-                return name if name in MODULE_STAND_INS else None
-        if name in MODULE_STAND_INS or name in BUILTIN_NAMES:
+                return name if name in self.module_stand_ins else None
+        if name in self.module_stand_ins or name in BUILTIN_NAMES:
             return name
         return None
 

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
-from ..core.api_tables import tables
 from .nodes import always_leaves
 from .project import FunctionInfo, ModuleInfo
 
@@ -302,15 +301,13 @@ class Summaries:
         return tuple(out)
 
     def freed_expression(self, call: cst.Call, function: FunctionInfo) -> Optional[cst.BaseExpression]:
-        """What a `ttnn.deallocate(t)` or `t.deallocate()` call frees."""
-        api = tables().ttnn
+        """What a call frees, as its framework says (`ttnn.deallocate(t)`, `t.deallocate()`);
+        a method of a project class is the project's, not a framework's free."""
         name = self.project.qualified_name(call.func, function.module, function)
-        if name in api.deallocate and call.args:
-            return call.args[0].value
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in api.deallocate_methods and name is None:
-            if not self.resolver.resolve_all(call, function):
-                return call.func.value
-        return None
+        freed = self.resolver.library.freed(call, name)
+        if freed is not None and name is None and self.resolver.resolve_all(call, function):
+            return None
+        return freed
 
     # -- stores ------------------------------------------------------------------------------
     def stores(self, function: FunctionInfo) -> frozenset[str]:

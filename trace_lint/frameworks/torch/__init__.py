@@ -15,6 +15,7 @@ class TorchCudaGraphs(Framework):
     callable_kind = "cuda-graph-callable"
     self_closing_kinds = frozenset({"cuda-graph"})  # `with torch.cuda.graph(g):`
     warm_up_advice = "run it a few times (on a side stream) before capturing the CUDA graph"
+    modules = frozenset({"torch"})
 
     def prefilter_targets(self) -> list[str]:
         # `CUDAGraph()` itself starts nothing: `capture_begin` (a word) does.
@@ -41,6 +42,12 @@ class TorchCudaGraphs(Framework):
         from .regions import is_graph_end
 
         return is_graph_end(region, call)
+
+    def launches_program(self, name):
+        return name not in self.table.no_device_work
+
+    def returns_receiver(self, method):
+        return method in self.table.module_passthrough_methods  # `Net().cuda().eval()`
 
     def tensor_methods(self):
         return self.table.tensor_methods

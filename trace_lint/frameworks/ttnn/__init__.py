@@ -9,6 +9,7 @@ class Ttnn(Framework):
     section = "ttnn"
     kinds = frozenset({"ttnn"})
     warm_up_advice = "call it once before `begin_trace_capture` to compile its programs"
+    modules = frozenset({"ttnn"})
 
     def prefilter_targets(self) -> list[str]:
         # Device opens stay candidates so that a broken file that opens a device is still
@@ -31,6 +32,14 @@ class Ttnn(Framework):
         from .calls import call_effects
 
         return call_effects(self.table, call, name, unit)
+
+    def launches_program(self, name):
+        return name not in self.table.no_device_program
+
+    def freed(self, call, name):
+        from .calls import freed  # libcst: only when asked
+
+        return freed(self.table, call, name)
 
     def names_with(self, effect):
         from ..effects import Effect

@@ -42,6 +42,15 @@ def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[
     return tuple(found)
 
 
+def freed(api, call: cst.Call, name: Optional[str]) -> Optional[cst.BaseExpression]:
+    """What `ttnn.deallocate(t)` or `t.deallocate()` frees."""
+    if name in api.deallocate and call.args:
+        return call.args[0].value
+    if name is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in api.deallocate_methods:
+        return call.func.value
+    return None
+
+
 def reads_by_method(api, call: cst.Call, unit: Unit) -> bool:
     """`x.cpu()`, `x.item()`, ... on a receiver that is not a module or a known host value."""
     func = call.func

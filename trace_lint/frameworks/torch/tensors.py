@@ -1,8 +1,5 @@
-"""What the analyzer knows about values: which expressions are device tensors.
-
-Conservative: a local name read at a point is a device tensor only if every binding of it
-that can reach that point is a device value. Unknown stays unknown, and rules stay silent.
-"""
+"""Which expressions are torch tensors on the host or on the device, and which are torch.nn
+modules."""
 
 from __future__ import annotations
 
@@ -10,90 +7,13 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from ..core.api_tables import tables
-from .project import FunctionInfo, Project
+from ...core.api_tables import tables
+from ...semantic.attribute_kinds import attribute_kind
+from ...semantic.nodes import call_arguments, is_none, iter_body_nodes
+from ...semantic.project import FunctionInfo, Project
 
 if TYPE_CHECKING:
-    from .calls import CallResolver as ValueClasses
-from .nodes import call_arguments, iter_body_nodes
-
-
-class TensorFacts:
-    def __init__(self, project: Project, function: Optional[FunctionInfo], module, classes: Optional[ValueClasses] = None):
-        self.project = project
-        self.function = function
-        self.module = module
-        # The project classes an expression's value can have (`self.state.hyps`); None: unknown.
-        self.classes = classes
-        self._device_bindings: dict[int, bool] = {}
-
-    def qualified(self, expr: cst.BaseExpression) -> Optional[str]:
-        return self.project.qualified_name(expr, self.module, self.function)
-
-    def is_device_call(self, call: cst.Call) -> bool:
-        """A ttnn call that returns a device tensor."""
-        name = self.qualified(call.func)
-        if name is None or not name.startswith("ttnn."):
-            return False
-        api = tables().ttnn
-        if name in api.non_device_results:
-            return False
-        _, keywords = call_arguments(call)
-        if name in api.host_to_device_if_device_kwarg or name in api.creators:
-            return "device" in keywords and not _is_none(keywords["device"])
-        if name in api.host_to_device:
-            return True
-        return name in api.registered_ops
-
-    def is_device_value(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call):
-            return self.is_device_call(expr)
-        if isinstance(expr, cst.Name):
-            return self._name_is_device(expr)
-        if isinstance(expr, cst.BinaryOperation):
-            return self.is_device_value(expr.left) or self.is_device_value(expr.right)
-        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
-            return self.is_device_value(expr.expression)
-        if isinstance(expr, cst.Subscript):
-            return self.is_device_value(expr.value)
-        if isinstance(expr, cst.Attribute):
-            return attribute_kind(self.function, expr, self._stored_kind, "ttnn", self.classes) == "device"
-        return False
-
-    def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
-        return "device" if TensorFacts(self.project, method, method.module, self.classes).is_device_value(value) else None
-
-    def _name_is_device(self, name: cst.Name) -> bool:
-        """Every binding of the name that can reach this read is a device value."""
-        function = self.function
-        if function is None or not function.bindings.binds(name.value):
-            return False
-        reaching = function.bindings.reaching(name.value, name)
-        return bool(reaching) and all(self._binding_is_device(b) for b in reaching)
-
-    def _binding_is_device(self, binding) -> bool:
-        known = self._device_bindings.get(id(binding))
-        if known is not None:
-            return known
-        self._device_bindings[id(binding)] = False  # a cycle of names proves nothing
-        found = False
-        if binding.kind == "param":
-            annotation = binding.node.annotation if isinstance(binding.node, cst.Param) else None
-            found = annotation is not None and self.qualified(annotation.annotation) in tables().ttnn.tensor_types
-        elif binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
-            found = self.is_device_value(binding.value)
-        elif binding.kind == "augassign" and isinstance(binding.node, cst.AugAssign):
-            # `p += q` keeps a device tensor, or makes one from a device operand.
-            statement = binding.node
-            found = self.is_device_value(statement.value) or self.is_device_value(statement.target)
-        self._device_bindings[id(binding)] = found
-        return found
-
-
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
+    from ...semantic.calls import CallResolver as ValueClasses
 
 
 def _names_module_class(name: Optional[str]) -> bool:
@@ -104,44 +24,6 @@ def _names_module_class(name: Optional[str]) -> bool:
     api = tables().torch
     namespace, _, last = name.rpartition(".")
     return namespace in api.module_namespaces and last[:1].isupper() and name not in api.not_module_classes
-
-
-def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str, classes: Optional[ValueClasses] = None) -> Optional[str]:
-    """The kind of `self.attr` in a method from every value the class's methods assign to
-    it, or of `obj.attr` from every value the classes `obj` can be an instance of (with their
-    bases) assign to it (all must agree; None: unknown). `kind_of(method, value)` judges one
-    value."""
-    if function is None:
-        return None
-    receiver = expr.value
-    attribute = expr.attr.value
-    if (
-        function.cls is not None
-        and function.params
-        and isinstance(receiver, cst.Name)
-        and receiver.value == function.params[0]
-        and all(b.kind == "param" for b in function.bindings.reaching(receiver.value, expr))
-    ):
-        return _class_attribute_kind(function.cls, (function.cls,), attribute, kind_of, framework)
-    if classes is None or not isinstance(receiver, (cst.Name, cst.Attribute)):
-        return None
-    owners = classes.value_classes(receiver, function, None)
-    kinds = {_class_attribute_kind(cls, classes.mro(cls), attribute, kind_of, framework) for cls in owners}
-    return kinds.pop() if len(kinds) == 1 else None
-
-
-def _class_attribute_kind(cls, owners, attribute: str, kind_of, framework: str) -> Optional[str]:
-    """What every value `owners` (a class, or its MRO) assign to `self.<attribute>` agrees on."""
-    cache = cls.__dict__.setdefault("_attribute_kinds", {})
-    key = (framework, attribute, len(owners))
-    if key in cache:
-        return cache[key]
-    cache[key] = None  # an attribute assigned from itself proves nothing
-    values = [pair for owner in owners for pair in owner.attribute_values.get(attribute, [])]
-    kinds = {kind_of(method, value) for method, value in values}
-    found = kinds.pop() if len(kinds) == 1 else None
-    cache[key] = found
-    return found
 
 
 class TorchFacts:
@@ -229,7 +111,7 @@ class TorchFacts:
         if any(arg.star == "**" for arg in call.args):
             return None
         positional, keywords = call_arguments(call)
-        if "device" in keywords and not _is_none(keywords["device"]):
+        if "device" in keywords and not is_none(keywords["device"]):
             return self.device_kind(keywords["device"])
         if name in api.like_creators:
             return self._kind_of(positional[0]) if positional else None
@@ -299,7 +181,7 @@ class TorchFacts:
             return False
         _, keywords = call_arguments(call)
         device = keywords.get("device")
-        return device is not None and not _is_none(device) and self.device_kind(device) != "cpu"
+        return device is not None and not is_none(device) and self.device_kind(device) != "cpu"
 
     def _stored_kind(self, method: FunctionInfo, value: cst.BaseExpression) -> Optional[str]:
         """The kind of a value a method stores on `self`."""

@@ -1,0 +1,55 @@
+"""What kind of value an attribute holds, from every value its class's methods store in it.
+
+The kinds themselves (a device tensor, a host tensor, a framework module) are the framework
+plug-ins' (`frameworks/ttnn/tensors.py`, `frameworks/torch/tensors.py`): each hands in how it
+judges one stored value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from .project import FunctionInfo
+
+if TYPE_CHECKING:
+    from .calls import CallResolver as ValueClasses
+
+
+def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_of, framework: str, classes: Optional[ValueClasses] = None) -> Optional[str]:
+    """The kind of `self.attr` in a method from every value the class's methods assign to
+    it, or of `obj.attr` from every value the classes `obj` can be an instance of (with their
+    bases) assign to it (all must agree; None: unknown). `kind_of(method, value)` judges one
+    value."""
+    if function is None:
+        return None
+    receiver = expr.value
+    attribute = expr.attr.value
+    if (
+        function.cls is not None
+        and function.params
+        and isinstance(receiver, cst.Name)
+        and receiver.value == function.params[0]
+        and all(b.kind == "param" for b in function.bindings.reaching(receiver.value, expr))
+    ):
+        return _class_attribute_kind(function.cls, (function.cls,), attribute, kind_of, framework)
+    if classes is None or not isinstance(receiver, (cst.Name, cst.Attribute)):
+        return None
+    owners = classes.value_classes(receiver, function, None)
+    kinds = {_class_attribute_kind(cls, classes.mro(cls), attribute, kind_of, framework) for cls in owners}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _class_attribute_kind(cls, owners, attribute: str, kind_of, framework: str) -> Optional[str]:
+    """What every value `owners` (a class, or its MRO) assign to `self.<attribute>` agrees on."""
+    cache = cls.__dict__.setdefault("_attribute_kinds", {})
+    key = (framework, attribute, len(owners))
+    if key in cache:
+        return cache[key]
+    cache[key] = None  # an attribute assigned from itself proves nothing
+    values = [pair for owner in owners for pair in owner.attribute_values.get(attribute, [])]
+    kinds = {kind_of(method, value) for method, value in values}
+    found = kinds.pop() if len(kinds) == 1 else None
+    cache[key] = found
+    return found
