@@ -82,6 +82,43 @@ def helper():  # the winning definition
 '''
 
 
+# Tabs, non-ASCII names and strings, line continuations, f-strings (nested, multi-line,
+# with format specs), decorators over several lines, comments in odd places, an empty
+# class body footer and a file without a final newline.
+VARIED = (
+    "import ttnn  # \u00fcber\n"
+    "\n"
+    "\n"
+    "@decorate(\n"
+    "    \"\u00e9t\u00e9\",\n"
+    ")\n"
+    "@ other . attr\n"
+    "def f\u00fcr(\u03b1, \u03b2=\"\u2603\"):\n"
+    "\tx = \u03b1 + \\\n"
+    "\t\t\u03b2\n"
+    "\tif x and \\\n"
+    "\t   \u03b2:\n"
+    "\t\ty = f\"{x!r:>{len(\u03b2)}} {'\u00fc'} {x=}\"\n"
+    "\t\tz = f\"\"\"\n"
+    "{y}\n"
+    "  \u2603 {f'{x}'}\"\"\"\n"
+    "\t\treturn ttnn.relu(y, \\\n"
+    "\t\t\tz)  # tr\u00e4iling\n"
+    "\t# a comment at the block's end\n"
+    "\treturn [\n"
+    "\t\t\u03b1,  # \u00e9\n"
+    "\t\t(\u03b2),\n"
+    "\t]\n"
+    "\n"
+    "class K:\n"
+    "    def m(self): return '\U0001f600' ; pass\n"
+    "    # footer comment\n"
+    "x = (1 +\n"
+    "     2)  \\\n"
+    "    if True else 3"
+)
+
+
 def _corpus() -> list[tuple[str, str]]:
     files = [
         *sorted((ROOT / "tests" / "fixtures").rglob("*.py")),
@@ -91,7 +128,10 @@ def _corpus() -> list[tuple[str, str]]:
         Path(inspect.getfile(ast)),
         Path(inspect.getfile(inspect)),
     ]
-    texts = [("tricky.py", TRICKY), ("tricky_crlf.py", TRICKY.replace("\n", "\r\n"))]
+    texts = [
+        ("tricky.py", TRICKY), ("tricky_crlf.py", TRICKY.replace("\n", "\r\n")),
+        ("varied.py", VARIED), ("varied_crlf.py", VARIED.replace("\n", "\r\n")),
+    ]
     for path in files:
         text = path.read_text(encoding="utf-8")
         try:

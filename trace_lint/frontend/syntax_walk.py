@@ -212,26 +212,25 @@ _new = tuple.__new__
 
 
 class _Record:
-    """`record_syntactic_position` without a generator per call."""
+    """`record_syntactic_position` without a generator per call: one object per pass, its
+    pending nodes on a stack (the records nest as the nodes do)."""
 
-    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+    __slots__ = ("state", "pending")
 
-    def __init__(self, state, node, start_node, end_node):
+    def __init__(self, state):
         self.state = state
-        self.node = node
-        self.start_node = start_node
-        self.end_node = end_node
+        self.pending: list = []
 
     def __enter__(self):
-        self.line = self.state.line
-        self.column = self.state.column
+        pass
 
     def __exit__(self, *exc):
         state = self.state
+        node, start_node, end_node, line, column = self.pending.pop()
         spans = state.spans
-        start = spans[id(self.start_node)].start if self.start_node is not None else Point(self.line, self.column)
-        end = spans[id(self.end_node)].end if self.end_node is not None else Point(state.line, state.column)
-        spans[id(self.node)] = Span(start, end)
+        start = spans[id(start_node)][0] if start_node is not None else _new(Point, (line, column))
+        end = spans[id(end_node)][1] if end_node is not None else _new(Point, (state.line, state.column))
+        spans[id(node)] = _new(Span, (start, end))
         return False
 
 
@@ -239,7 +238,9 @@ _NOTHING = nullcontext()
 
 
 class _PositionState(CodegenState):
-    """Code generation that only tracks where each node starts and ends."""
+    """Code generation that only tracks where each node starts and ends: no text is kept
+    (`tokens` holds one placeholder while anything was written, which is all the module's
+    own code generation asks of it)."""
 
     def __init__(self, module: cst.Module, first_line: int):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -248,11 +249,10 @@ class _PositionState(CodegenState):
         self.starts: list[tuple[int, int]] = []
         # By id(node): libcst nodes hash in Python, ids do not.
         self.spans: dict[int, Span] = {}
+        self.record = _Record(self)
 
     def _advance(self, value: str) -> None:
-        if "\n" not in value and "\r" not in value:
-            self.column += len(value)
-        elif "\r" not in value:
+        if "\r" not in value:
             self.line += value.count("\n")
             self.column = len(value) - value.rfind("\n") - 1
         else:
@@ -261,13 +261,20 @@ class _PositionState(CodegenState):
             self.column = len(segments[-1])
 
     def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self._advance(value)
+        if not self.tokens:
+            self.tokens.append("")
+        if "\n" in value or "\r" in value:
+            self._advance(value)
+        else:
+            self.column += len(value)
 
     def add_indent_tokens(self) -> None:
+        # Indentation never holds a line break.
         for token in self.indent_tokens:
-            self.tokens.append(token)
-            self._advance(token)
+            self.column += len(token)
+
+    def pop_trailing_newline(self) -> None:
+        pass  # the text is not kept; positions are what was written
 
     # No span for what is never asked for (over half of all nodes).
     def before_codegen(self, node: cst.CSTNode) -> None:
@@ -285,7 +292,9 @@ class _PositionState(CodegenState):
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if type(node) in _UNRECORDED:
             return _NOTHING
-        return _Record(self, node, start_node, end_node)
+        record = self.record
+        record.pending.append((node, start_node, end_node, self.line, self.column))
+        return record
 
 
 def positions(module: cst.Module, first_line: int = 1) -> dict[int, Span]:
