@@ -226,11 +226,12 @@ class _Record:
 
     def __exit__(self, *exc):
         state = self.state
-        node, start_node, end_node, line, column = self.pending.pop()
+        node, start_node, end_node, start = self.pending.pop()
         spans = state.spans
-        start = spans[id(start_node)][0] if start_node is not None else _new(Point, (line, column))
-        end = spans[id(end_node)][1] if end_node is not None else _new(Point, (state.line, state.column))
-        spans[id(node)] = _new(Span, (start, end))
+        if start_node is not None:
+            start = spans[id(start_node)][0]
+        end = spans[id(end_node)][1] if end_node is not None else state.here()
+        spans[id(node)] = state.span(start, end)
         return False
 
 
@@ -240,16 +241,35 @@ _NOTHING = nullcontext()
 class _PositionState(CodegenState):
     """Code generation that only tracks where each node starts and ends: no text is kept
     (`tokens` holds one placeholder while anything was written, which is all the module's
-    own code generation asks of it)."""
+    own code generation asks of it).
+
+    Nested nodes often start or end at one place (`a.b(c)`: the call, the attribute and the
+    name start together) or span the same range: such nodes share one Point or Span, which
+    roughly halves what a module's positions hold."""
 
     def __init__(self, module: cst.Module, first_line: int):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line = first_line
         self.column = 0
-        self.starts: list[tuple[int, int]] = []
+        self.point = _new(Point, (first_line, 0))
+        self.last_span = _new(Span, (self.point, self.point))
+        self.starts: list[Point] = []
         # By id(node): libcst nodes hash in Python, ids do not.
         self.spans: dict[int, Span] = {}
         self.record = _Record(self)
+
+    def here(self) -> Point:
+        """The current place, as the Point made last where nothing was written since."""
+        point = self.point
+        if point[1] != self.column or point[0] != self.line:
+            point = self.point = _new(Point, (self.line, self.column))
+        return point
+
+    def span(self, start: Point, end: Point) -> Span:
+        span = self.last_span
+        if span[0] is not start or span[1] is not end:
+            span = self.last_span = _new(Span, (start, end))
+        return span
 
     def _advance(self, value: str) -> None:
         if "\r" not in value:
@@ -279,7 +299,7 @@ class _PositionState(CodegenState):
     # No span for what is never asked for (over half of all nodes).
     def before_codegen(self, node: cst.CSTNode) -> None:
         if type(node) not in _UNRECORDED:
-            self.starts.append((self.line, self.column))
+            self.starts.append(self.here())
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED:
@@ -287,13 +307,13 @@ class _PositionState(CodegenState):
         start = self.starts.pop()
         key = id(node)
         if key not in self.spans:
-            self.spans[key] = _new(Span, (_new(Point, start), _new(Point, (self.line, self.column))))
+            self.spans[key] = self.span(start, self.here())
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if type(node) in _UNRECORDED:
             return _NOTHING
         record = self.record
-        record.pending.append((node, start_node, end_node, self.line, self.column))
+        record.pending.append((node, start_node, end_node, self.here()))
         return record
 
 
