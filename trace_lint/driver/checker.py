@@ -93,6 +93,10 @@ def check(
     reported (`hierarchy`); it turns a config file's settings into the run's (the command
     line's options over them)."""
     result = CheckResult()
+    from .parallel import AUTO, start_cpu_sample
+
+    if jobs == AUTO:
+        start_cpu_sample()  # the time until the jobs are planned is the sample of idle CPUs
     from ..core.observed import new_warnings
 
     for warning in new_warnings(settings):  # a bad record is never an error of the run
