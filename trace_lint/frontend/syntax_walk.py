@@ -297,17 +297,28 @@ class _PositionState(CodegenState):
         pass  # the text is not kept; positions are what was written
 
     # No span for what is never asked for (over half of all nodes).
+    # `here` and `span` written out: these run for every node.
     def before_codegen(self, node: cst.CSTNode) -> None:
         if type(node) not in _UNRECORDED:
-            self.starts.append(self.here())
+            point = self.point
+            if point[1] != self.column or point[0] != self.line:
+                point = self.point = _new(Point, (self.line, self.column))
+            self.starts.append(point)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED:
             return
         start = self.starts.pop()
         key = id(node)
-        if key not in self.spans:
-            self.spans[key] = self.span(start, self.here())
+        spans = self.spans
+        if key not in spans:
+            end = self.point
+            if end[1] != self.column or end[0] != self.line:
+                end = self.point = _new(Point, (self.line, self.column))
+            span = self.last_span
+            if span[0] is not start or span[1] is not end:
+                span = self.last_span = _new(Span, (start, end))
+            spans[key] = span
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if type(node) in _UNRECORDED:
