@@ -267,3 +267,23 @@ def test_a_later_definition_wins_whatever_is_parsed_first():
     assert "f" not in module.top_level.parsed
     assert module.start(module.top_level["f"].node) == (4, 0)
     assert [module.start(f.node) for f in module.iter_functions()] == [(4, 0)]
+
+
+@pytest.mark.parametrize("name,text", CORPUS[:4], ids=[name for name, _ in CORPUS[:4]])
+def test_a_loaded_module_keeps_no_ast_tree(name, text):
+    """The `ast` outline is read at load and dropped (kept for every module a run loads, it
+    held more memory than the libcst trees analysed); what suppressions read of it is the
+    same as from the outline parsed again."""
+    from trace_lint.report.suppressions import _first_code_line
+
+    module = ModuleInfo(Path("m.py"), "pkg.m", "m.py", text=text)
+    module.load()
+    assert module.has_outline
+    assert not any(isinstance(value, ast.AST) for value in vars(module).values())
+    again = ModuleInfo(Path("m.py"), "pkg.m", "m.py", text=text)
+    again.load()
+    outline = again.outline  # parsed again on request
+    assert isinstance(outline, ast.Module)
+    assert ast.dump(outline) == ast.dump(ast.parse(text))
+    assert statement_first_lines(module) == project_module._outline_statement_lines(outline, text)
+    assert _first_code_line(module) == project_module._outline_first_code_line(outline)
