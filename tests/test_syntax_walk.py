@@ -82,6 +82,43 @@ def helper():  # the winning definition
 '''
 
 
+# Tabs, non-ASCII names and strings, line continuations, f-strings (nested, multi-line,
+# with format specs), decorators over several lines, comments in odd places, an empty
+# class body footer and a file without a final newline.
+VARIED = (
+    "import ttnn  # \u00fcber\n"
+    "\n"
+    "\n"
+    "@decorate(\n"
+    "    \"\u00e9t\u00e9\",\n"
+    ")\n"
+    "@ other . attr\n"
+    "def f\u00fcr(\u03b1, \u03b2=\"\u2603\"):\n"
+    "\tx = \u03b1 + \\\n"
+    "\t\t\u03b2\n"
+    "\tif x and \\\n"
+    "\t   \u03b2:\n"
+    "\t\ty = f\"{x!r:>{len(\u03b2)}} {'\u00fc'} {x=}\"\n"
+    "\t\tz = f\"\"\"\n"
+    "{y}\n"
+    "  \u2603 {f'{x}'}\"\"\"\n"
+    "\t\treturn ttnn.relu(y, \\\n"
+    "\t\t\tz)  # tr\u00e4iling\n"
+    "\t# a comment at the block's end\n"
+    "\treturn [\n"
+    "\t\t\u03b1,  # \u00e9\n"
+    "\t\t(\u03b2),\n"
+    "\t]\n"
+    "\n"
+    "class K:\n"
+    "    def m(self): return '\U0001f600' ; pass\n"
+    "    # footer comment\n"
+    "x = (1 +\n"
+    "     2)  \\\n"
+    "    if True else 3"
+)
+
+
 def _corpus() -> list[tuple[str, str]]:
     files = [
         *sorted((ROOT / "tests" / "fixtures").rglob("*.py")),
@@ -91,7 +128,10 @@ def _corpus() -> list[tuple[str, str]]:
         Path(inspect.getfile(ast)),
         Path(inspect.getfile(inspect)),
     ]
-    texts = [("tricky.py", TRICKY), ("tricky_crlf.py", TRICKY.replace("\n", "\r\n"))]
+    texts = [
+        ("tricky.py", TRICKY), ("tricky_crlf.py", TRICKY.replace("\n", "\r\n")),
+        ("varied.py", VARIED), ("varied_crlf.py", VARIED.replace("\n", "\r\n")),
+    ]
     for path in files:
         text = path.read_text(encoding="utf-8")
         try:
@@ -227,3 +267,23 @@ def test_a_later_definition_wins_whatever_is_parsed_first():
     assert "f" not in module.top_level.parsed
     assert module.start(module.top_level["f"].node) == (4, 0)
     assert [module.start(f.node) for f in module.iter_functions()] == [(4, 0)]
+
+
+@pytest.mark.parametrize("name,text", CORPUS[:4], ids=[name for name, _ in CORPUS[:4]])
+def test_a_loaded_module_keeps_no_ast_tree(name, text):
+    """The `ast` outline is read at load and dropped (kept for every module a run loads, it
+    held more memory than the libcst trees analysed); what suppressions read of it is the
+    same as from the outline parsed again."""
+    from trace_lint.report.suppressions import _first_code_line
+
+    module = ModuleInfo(Path("m.py"), "pkg.m", "m.py", text=text)
+    module.load()
+    assert module.has_outline
+    assert not any(isinstance(value, ast.AST) for value in vars(module).values())
+    again = ModuleInfo(Path("m.py"), "pkg.m", "m.py", text=text)
+    again.load()
+    outline = again.outline  # parsed again on request
+    assert isinstance(outline, ast.Module)
+    assert ast.dump(outline) == ast.dump(ast.parse(text))
+    assert statement_first_lines(module) == project_module._outline_statement_lines(outline, text)
+    assert _first_code_line(module) == project_module._outline_first_code_line(outline)

@@ -258,3 +258,28 @@ def test_a_worker_that_cannot_start_is_done_in_the_leader(tmp_path, monkeypatch)
     monkeypatch.setattr(parallel, "_analyse_share", lambda *a, **k: done.append(1) or real(*a, **k))
     assert _dump(check([tree], settings, jobs=3)) == _dump(serial)
     assert len(done) == 3  # every share, in the leader
+
+
+def test_idle_cpus_sampled_since_the_run_began_wait_for_nothing(monkeypatch):
+    """Planning after `start_cpu_sample` reads the CPUs' times since then (the run's own
+    work counted as the CPU the parent holds) without a wait: a serial plan costs a busy
+    machine nothing that -j1 does not spend."""
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(parallel, "IDLE_SAMPLE_SECONDS", 0)
+    monkeypatch.setattr(parallel, "_CLOCK_TICKS", 100)
+
+    def no_wait(seconds):
+        raise AssertionError("planning waited")
+
+    monkeypatch.setattr(parallel.time, "sleep", no_wait)
+    own = iter([10.0, 11.0])  # one CPU second of this process's own work meanwhile
+    monkeypatch.setattr(parallel, "_own_cpu_seconds", lambda: next(own))
+    samples = iter([(100, 1000), (100 + 190, 1000 + 400)])  # others left 1.9 of 4 CPUs idle
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: next(samples))
+    parallel.start_cpu_sample()
+    assert parallel.idle_cpus() == 3  # 1.9 idle + the parent's own 1.0
+    own = iter([10.0, 10.2])
+    samples = iter([(100, 1000), (100, 1000 + 400)])  # the others keep every CPU busy
+    parallel.start_cpu_sample()
+    assert parallel.idle_cpus() == 1

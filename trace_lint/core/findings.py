@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 # Where a rule's docs are: the package's metadata or the page it ships.
 from .rule_links import rule_url
@@ -31,11 +31,46 @@ class Edit:
     end_location: Location
 
 
-@dataclass(frozen=True)
 class Fix:
-    applicability: str  # "safe" | "unsafe" | "display-only"
-    message: str
-    edits: tuple[Edit, ...]
+    """A finding's fix: whether it is safe, what it does, and its edits. A rule may give the
+    edits as a function that builds them (`build`): whether a fix exists, its applicability
+    and its message are known at once, while rendering the edits (libcst code generation) runs
+    only when something reads `edits` (an output that shows them, `--fix`, `--diff`, the
+    cache, a worker sending its findings), and then once. Equal, hashed, copied and pickled by
+    its values, as a plain record."""
+
+    __slots__ = ("applicability", "message", "_edits", "_build")
+
+    def __init__(self, applicability: str, message: str, edits: tuple[Edit, ...] = (), build: Optional[Callable[[], tuple[Edit, ...]]] = None):
+        self.applicability = applicability  # "safe" | "unsafe" | "display-only"
+        self.message = message
+        self._edits = tuple(edits)
+        self._build = build
+
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        build = self._build
+        if build is not None:
+            self._edits = tuple(build())
+            self._build = None  # what it held (syntax nodes) is released
+        return self._edits
+
+    def _values(self) -> tuple:
+        return (self.applicability, self.message, self.edits)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fix):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Fix(applicability={self.applicability!r}, message={self.message!r}, edits={self.edits!r})"
+
+    def __reduce__(self):
+        return (Fix, (self.applicability, self.message, self.edits))
 
 
 @dataclass

@@ -124,6 +124,10 @@ def check(
     `inputs` (a `RunInputs`): how the project's files are found and read."""
     result = CheckResult()
     inputs = inputs if inputs is not None else RunInputs()
+    from .parallel import AUTO, start_cpu_sample
+
+    if jobs == AUTO:
+        start_cpu_sample()  # the time until the jobs are planned is the sample of idle CPUs
     from ..core.observed import new_warnings
 
     for warning in new_warnings(settings):  # a bad record is never an error of the run

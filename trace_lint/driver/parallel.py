@@ -102,24 +102,62 @@ def _cpu_times() -> Optional[tuple[int, int]]:
 # minute, so a run right after another saw the machine as busy.
 IDLE_SAMPLE_SECONDS = 0.05
 
+# The CPUs' times when the run began (`start_cpu_sample`), with this process's own CPU time
+# and the clock: by the time the run plans its processes, the time since is the sample, and
+# planning waits for nothing (a wait is time a serial run never spends).
+_started: Optional[tuple[tuple[int, int], float, float]] = None
+
+
+def _own_cpu_seconds() -> float:
+    return time.process_time()
+
+
+def start_cpu_sample() -> None:
+    """Begin watching the CPUs for `idle_cpus` (at the start of a run that plans its jobs)."""
+    global _started
+    times = _cpu_times()
+    _started = None if times is None else (times, _own_cpu_seconds(), time.monotonic())
+
 
 def idle_cpus() -> int:
     """CPUs this process may use that are idle now, at least 1: a worker on a busy CPU only
-    slows the run down. Sampled from /proc/stat over a short interval, else the load of the
-    last minute."""
+    slows the run down. Sampled from /proc/stat since `start_cpu_sample` (this process's own
+    work counted as a CPU it holds), or over a short wait without one, else from the load of
+    the last minute."""
+    global _started
     cpus = default_jobs()
-    before = _cpu_times()
+    started, _started = _started, None
+    if started is not None and time.monotonic() - started[2] >= IDLE_SAMPLE_SECONDS:
+        before, own_before = started[0], started[1]
+    else:
+        before, own_before = _cpu_times(), None
+        if before is not None:
+            time.sleep(IDLE_SAMPLE_SECONDS)
     if before is not None:
-        time.sleep(IDLE_SAMPLE_SECONDS)
         after = _cpu_times()
         if after is not None and after[1] > before[1]:
-            idle_share = (after[0] - before[0]) / (after[1] - before[1])
+            idle = after[0] - before[0]
+            if own_before is not None:
+                # What this process used meanwhile is a CPU the parent keeps as one of the jobs.
+                idle += (_own_cpu_seconds() - own_before) * _CLOCK_TICKS
+            idle_share = min(1.0, idle / (after[1] - before[1]))
             return max(1, min(cpus, int(idle_share * (os.cpu_count() or cpus) + 0.5)))
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return cpus
     return max(1, min(cpus, int(cpus - load + 0.5)))
+
+
+def _clock_ticks() -> int:
+    """The unit of /proc/stat's times, per second."""
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):
+        return 100
+
+
+_CLOCK_TICKS = _clock_ticks()
 
 
 def planned_jobs(jobs: int, sizes: Sequence[int]) -> int:

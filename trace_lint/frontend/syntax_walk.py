@@ -212,26 +212,26 @@ _new = tuple.__new__
 
 
 class _Record:
-    """`record_syntactic_position` without a generator per call."""
+    """`record_syntactic_position` without a generator per call: one object per pass, its
+    pending nodes on a stack (the records nest as the nodes do)."""
 
-    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+    __slots__ = ("state", "pending")
 
-    def __init__(self, state, node, start_node, end_node):
+    def __init__(self, state):
         self.state = state
-        self.node = node
-        self.start_node = start_node
-        self.end_node = end_node
+        self.pending: list = []
 
     def __enter__(self):
-        self.line = self.state.line
-        self.column = self.state.column
+        pass
 
     def __exit__(self, *exc):
         state = self.state
+        node, start_node, end_node, start = self.pending.pop()
         spans = state.spans
-        start = spans[id(self.start_node)].start if self.start_node is not None else Point(self.line, self.column)
-        end = spans[id(self.end_node)].end if self.end_node is not None else Point(state.line, state.column)
-        spans[id(self.node)] = Span(start, end)
+        if start_node is not None:
+            start = spans[id(start_node)][0]
+        end = spans[id(end_node)][1] if end_node is not None else state.here()
+        spans[id(node)] = state.span(start, end)
         return False
 
 
@@ -239,20 +239,40 @@ _NOTHING = nullcontext()
 
 
 class _PositionState(CodegenState):
-    """Code generation that only tracks where each node starts and ends."""
+    """Code generation that only tracks where each node starts and ends: no text is kept
+    (`tokens` holds one placeholder while anything was written, which is all the module's
+    own code generation asks of it).
+
+    Nested nodes often start or end at one place (`a.b(c)`: the call, the attribute and the
+    name start together) or span the same range: such nodes share one Point or Span, which
+    roughly halves what a module's positions hold."""
 
     def __init__(self, module: cst.Module, first_line: int):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line = first_line
         self.column = 0
-        self.starts: list[tuple[int, int]] = []
+        self.point = _new(Point, (first_line, 0))
+        self.last_span = _new(Span, (self.point, self.point))
+        self.starts: list[Point] = []
         # By id(node): libcst nodes hash in Python, ids do not.
         self.spans: dict[int, Span] = {}
+        self.record = _Record(self)
+
+    def here(self) -> Point:
+        """The current place, as the Point made last where nothing was written since."""
+        point = self.point
+        if point[1] != self.column or point[0] != self.line:
+            point = self.point = _new(Point, (self.line, self.column))
+        return point
+
+    def span(self, start: Point, end: Point) -> Span:
+        span = self.last_span
+        if span[0] is not start or span[1] is not end:
+            span = self.last_span = _new(Span, (start, end))
+        return span
 
     def _advance(self, value: str) -> None:
-        if "\n" not in value and "\r" not in value:
-            self.column += len(value)
-        elif "\r" not in value:
+        if "\r" not in value:
             self.line += value.count("\n")
             self.column = len(value) - value.rfind("\n") - 1
         else:
@@ -261,31 +281,51 @@ class _PositionState(CodegenState):
             self.column = len(segments[-1])
 
     def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self._advance(value)
+        if not self.tokens:
+            self.tokens.append("")
+        if "\n" in value or "\r" in value:
+            self._advance(value)
+        else:
+            self.column += len(value)
 
     def add_indent_tokens(self) -> None:
+        # Indentation never holds a line break.
         for token in self.indent_tokens:
-            self.tokens.append(token)
-            self._advance(token)
+            self.column += len(token)
+
+    def pop_trailing_newline(self) -> None:
+        pass  # the text is not kept; positions are what was written
 
     # No span for what is never asked for (over half of all nodes).
+    # `here` and `span` written out: these run for every node.
     def before_codegen(self, node: cst.CSTNode) -> None:
         if type(node) not in _UNRECORDED:
-            self.starts.append((self.line, self.column))
+            point = self.point
+            if point[1] != self.column or point[0] != self.line:
+                point = self.point = _new(Point, (self.line, self.column))
+            self.starts.append(point)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED:
             return
         start = self.starts.pop()
         key = id(node)
-        if key not in self.spans:
-            self.spans[key] = _new(Span, (_new(Point, start), _new(Point, (self.line, self.column))))
+        spans = self.spans
+        if key not in spans:
+            end = self.point
+            if end[1] != self.column or end[0] != self.line:
+                end = self.point = _new(Point, (self.line, self.column))
+            span = self.last_span
+            if span[0] is not start or span[1] is not end:
+                span = self.last_span = _new(Span, (start, end))
+            spans[key] = span
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if type(node) in _UNRECORDED:
             return _NOTHING
-        return _Record(self, node, start_node, end_node)
+        record = self.record
+        record.pending.append((node, start_node, end_node, self.here()))
+        return record
 
 
 def positions(module: cst.Module, first_line: int = 1) -> dict[int, Span]:

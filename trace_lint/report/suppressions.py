@@ -3,7 +3,6 @@ and a file-level `# trace-lint: noqa` (every code) or `# trace-lint: noqa: CODE,
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
@@ -182,14 +181,8 @@ def _first_code_line(module: ModuleInfo) -> Optional[int]:
     if hasattr(module, "_first_code_line"):
         return module._first_code_line  # type: ignore[attr-defined]
     module.load()
-    if module.outline is not None:
-        for index, node in enumerate(module.outline.body):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                continue
-            return node.lineno
-        return None
+    if module.has_outline:
+        return module.outline_facts[0]
     tree = module.tree
     if tree is None:
         return None
@@ -211,8 +204,8 @@ def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
         return cached
     mapping: dict[int, int] = {}
     module.load()
-    if module.outline is not None:
-        _outline_statement_lines(module.outline, module.text, mapping)
+    if module.has_outline:
+        mapping = module.outline_facts[1]
     elif module.tree is not None:
         for node in preorder(module.tree):
             code_range = module.positions.get(node)
@@ -242,57 +235,6 @@ def statement_first_lines(module: ModuleInfo) -> dict[int, int]:
                     mapping.setdefault(line, start)
     module._statement_lines = mapping  # type: ignore[attr-defined]
     return mapping
-
-
-_HEADED = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _outline_statement_lines(tree: ast.Module, text: str, mapping: dict[int, int]) -> None:
-    """`statement_first_lines` from the `ast` outline: each line after the first of a simple
-    statement (on its own line) or of a compound statement's header maps to the first."""
-    lines = _lines(text)
-
-    def on_header_line(statement: ast.stmt) -> bool:
-        # `if x: y` puts the body on the header's line (a suite, not a block).
-        line = lines[statement.lineno - 1] if statement.lineno <= len(lines) else ""
-        return bool(line[: statement.col_offset].strip())
-
-    def add(start: int, end: int) -> None:
-        for line in range(start + 1, end + 1):
-            mapping.setdefault(line, start)
-
-    def block(statements: list) -> None:
-        if statements and on_header_line(statements[0]):
-            for statement in statements:
-                inner(statement)  # small statements of a suite: no lines of their own
-            return
-        for statement in statements:
-            visit(statement)
-
-    def inner(statement: ast.stmt) -> None:
-        for child in ast.iter_child_nodes(statement):
-            if isinstance(child, ast.stmt):
-                visit(child)
-
-    def visit(statement: ast.stmt) -> None:
-        if isinstance(statement, _HEADED):
-            body = statement.body
-            end = body[0].lineno if on_header_line(body[0]) else body[0].lineno - 1
-            add(statement.lineno, end)
-        elif isinstance(statement, ast.Match):
-            if statement.cases:
-                add(statement.lineno, statement.cases[0].pattern.lineno - 1)
-        elif not hasattr(statement, "body"):
-            add(statement.lineno, statement.end_lineno or statement.lineno)
-            return
-        for name in ("body", "orelse", "finalbody"):
-            block(getattr(statement, name, []))
-        for handler in getattr(statement, "handlers", []):
-            block(handler.body)
-        for case in getattr(statement, "cases", []):
-            block(case.body)
-
-    block(tree.body)
 
 
 def apply_suppressions(

@@ -6,7 +6,7 @@ are generated."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the renderer behind Module.code_for_node
@@ -62,11 +62,14 @@ def statements_replacement(
     block: cst.IndentedBlock,
     after: cst.BaseStatement,
     through: cst.BaseStatement,
-    replacement: cst.BaseStatement,
-) -> Optional[Edit]:
+    replacement: Callable[[], cst.BaseStatement],
+) -> Optional[Callable[[], Edit]]:
     """The edit that replaces the statements of `block` after `after` up to and including
-    `through` (whole lines, with their comments) by `replacement`, rendered at the block's
-    indentation. None where the layout is not plain (code before the statement on its line)."""
+    `through` (whole lines, with their comments) by the statement `replacement()` builds,
+    rendered at the block's indentation. None where the layout is not plain (code before the
+    statement on its line). Everything that decides whether there is an edit, and where, is
+    read now; what is returned renders it (code generation, the costly part) when called,
+    from the statements alone: the module's trees and positions are not needed then."""
     text = module.text
     after_end = module.end(after)[0]
     through_end = module.end(through)[0]
@@ -78,19 +81,24 @@ def statements_replacement(
     default = _default_indent(module, function)
     newline_match = LINE_END.search(text)
     newline = newline_match.group() if newline_match else "\n"
-    if isinstance(replacement, cst.Try):
-        own = block.indent if block.indent is not None else default
-        replacement = replacement.with_changes(
-            body=replacement.body.with_changes(indent=own),
-            finalbody=replacement.finalbody.with_changes(body=replacement.finalbody.body.with_changes(indent=own))
-            if replacement.finalbody is not None
-            else None,
-        )
-    state = CodegenState(default_indent=default, default_newline=newline)
-    state.indent_tokens.append(indent)
-    replacement._codegen(state)
-    content = "".join(state.tokens)
-    return Edit(content=content, location=Location(after_end + 1, 1), end_location=Location(through_end + 1, 1))
+    own = block.indent if block.indent is not None else default
+
+    def render() -> Edit:
+        built = replacement()
+        if isinstance(built, cst.Try):
+            built = built.with_changes(
+                body=built.body.with_changes(indent=own),
+                finalbody=built.finalbody.with_changes(body=built.finalbody.body.with_changes(indent=own))
+                if built.finalbody is not None
+                else None,
+            )
+        state = CodegenState(default_indent=default, default_newline=newline)
+        state.indent_tokens.append(indent)
+        built._codegen(state)
+        content = "".join(state.tokens)
+        return Edit(content=content, location=Location(after_end + 1, 1), end_location=Location(through_end + 1, 1))
+
+    return render
 
 
 # -- applying edits ----------------------------------------------------------------------------

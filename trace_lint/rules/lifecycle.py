@@ -271,19 +271,23 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
         if rebound:
             unsafe_because = f"the end call reads `{rebound[0]}`, which the region binds"
     end_code = source_of(module, region.end)
-    # Blank lines before the end separated it from the work; under `finally:` they would not.
-    moved_end = end_line.with_changes(leading_lines=[line for line in end_line.leading_lines if line.comment is not None])
-    wrapped = cst.Try(
-        body=cst.IndentedBlock(body=between or [cst.SimpleStatementLine([cst.Pass()])]),
-        finalbody=cst.Finally(body=cst.IndentedBlock(body=[moved_end])),
-    )
+
+    def wrapped() -> cst.Try:
+        # Blank lines before the end separated it from the work; under `finally:` they would not.
+        moved_end = end_line.with_changes(leading_lines=[line for line in end_line.leading_lines if line.comment is not None])
+        return cst.Try(
+            body=cst.IndentedBlock(body=between or [cst.SimpleStatementLine([cst.Pass()])]),
+            finalbody=cst.Finally(body=cst.IndentedBlock(body=[moved_end])),
+        )
+
     message = f"Wrap the capture in `try:` ... `finally: {end_code}`"
     if unsafe_because:
         message += f" (unsafe: {unsafe_because})"
-    edit = statements_replacement(module, function, block, begin_line, end_line, wrapped)
-    if edit is None:
+    render = statements_replacement(module, function, block, begin_line, end_line, wrapped)
+    if render is None:
         return None
-    return Fix("unsafe" if unsafe_because else "safe", message, (edit,))
+    # Rendered only when something reads the edits (most runs show none).
+    return Fix("unsafe" if unsafe_because else "safe", message, build=lambda: (render(),))
 
 
 # Statements, and compound statements whose header runs code, that can raise between a begin

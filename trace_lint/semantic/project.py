@@ -21,6 +21,7 @@ from .cfg import ControlFlowGraph
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from ..frontend.syntax_walk import Span, children, parse_module, positions
 from ..frontend.text_index import called_names, count_words, defined_names
+from ..core.lines import split_lines
 
 CAPTURED_COMMENT = re.compile(r"#\s*trace-lint:\s*captured\b")
 
@@ -264,7 +265,13 @@ class ModuleInfo:
         self.source: Optional[SourceText] = None
         self.read_error: Optional[str] = None
         self.parse_error: Optional[tuple[str, int, int]] = None
-        self.outline: Optional[ast.Module] = None
+        # Whether `ast` outlined the module (else libcst alone parsed it, as a whole); the
+        # outline's text where it is not the source's (over-long expressions replaced).
+        self.has_outline = False
+        self._outline_text: Optional[str] = None
+        # With an outline: the first line of code that is not a docstring or an import, and
+        # the first line of the statement holding each line inside a multi-line statement.
+        self.outline_facts: tuple[Optional[int], dict[int, int]] = (None, {})
         self._chunks: list[_Chunk] = []
         self._rest: Optional[_Chunk] = None
         self._chunk_by_root: dict[int, _Chunk] = {}
@@ -317,8 +324,13 @@ class ModuleInfo:
         text, outline = checked.text, checked.tree
         self.text_reduced = checked.reduced
         if outline is not None:
-            self.outline = outline
+            self.has_outline = True
             self._split(outline, text)
+            # What suppressions read of the outline, taken now (from the source's text).
+            self.outline_facts = (_outline_first_code_line(outline), _outline_statement_lines(outline, self.source.text))
+            # The `ast` tree is dropped once read: kept for every module a run loads, the
+            # outlines took more memory than libcst's trees of what is analysed.
+            self._outline_text = None if text == self.source.text else text
             self._ok = True
             return
         # This Python's parser refuses it: libcst decides, on the whole module (it may be
@@ -435,6 +447,16 @@ class ModuleInfo:
         chunk = self._chunk_of(node)
         if chunk is not None:
             self._positions_of(chunk)
+
+    @property
+    def outline(self) -> Optional[ast.Module]:
+        """The module's `ast` tree (None: libcst alone parsed it), parsed again for each
+        caller: the few that read it after loading (suppressions) keep it no longer than they
+        need it."""
+        self.load()
+        if not self.has_outline:
+            return None
+        return ast.parse(self._outline_text if self._outline_text is not None else self.source.text)
 
     # -- parts -----------------------------------------------------------------------------
     @property
@@ -605,6 +627,74 @@ def _import_from_base(module: ModuleInfo, dots: int, base: str) -> Optional[str]
             continue
         anchor = package[: len(package) - (dots - 1)]
         return ".".join([*anchor, base] if base else anchor)
+    return None
+
+
+_HEADED = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _outline_statement_lines(tree: ast.Module, text: str) -> dict[int, int]:
+    """For lines inside multi-line statements, from the `ast` outline (suppressions'
+    `statement_first_lines`): each line after the first of a simple statement (on its own
+    line) or of a compound statement's header maps to the first."""
+    mapping: dict[int, int] = {}
+    lines = split_lines(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+
+    def on_header_line(statement: ast.stmt) -> bool:
+        # `if x: y` puts the body on the header's line (a suite, not a block).
+        line = lines[statement.lineno - 1] if statement.lineno <= len(lines) else ""
+        return bool(line[: statement.col_offset].strip())
+
+    def add(start: int, end: int) -> None:
+        for line in range(start + 1, end + 1):
+            mapping.setdefault(line, start)
+
+    def block(statements: list) -> None:
+        if statements and on_header_line(statements[0]):
+            for statement in statements:
+                inner(statement)  # small statements of a suite: no lines of their own
+            return
+        for statement in statements:
+            visit(statement)
+
+    def inner(statement: ast.stmt) -> None:
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                visit(child)
+
+    def visit(statement: ast.stmt) -> None:
+        if isinstance(statement, _HEADED):
+            body = statement.body
+            end = body[0].lineno if on_header_line(body[0]) else body[0].lineno - 1
+            add(statement.lineno, end)
+        elif isinstance(statement, ast.Match):
+            if statement.cases:
+                add(statement.lineno, statement.cases[0].pattern.lineno - 1)
+        elif not hasattr(statement, "body"):
+            add(statement.lineno, statement.end_lineno or statement.lineno)
+            return
+        for name in ("body", "orelse", "finalbody"):
+            block(getattr(statement, name, []))
+        for handler in getattr(statement, "handlers", []):
+            block(handler.body)
+        for case in getattr(statement, "cases", []):
+            block(case.body)
+
+    block(tree.body)
+    return mapping
+
+
+def _outline_first_code_line(tree: ast.Module) -> Optional[int]:
+    """The first line of code that is not a docstring or an import (suppressions: where a
+    file-level directive may stand)."""
+    for index, node in enumerate(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue
+        return node.lineno
     return None
 
 
@@ -843,7 +933,7 @@ class _Collector:
     def _import(self, node: cst.CSTNode) -> None:
         """Imports in a function bind there; module-level ones come from the outline, unless
         there is none (libcst alone parsed the module)."""
-        if not self.function_stack and self.module.outline is not None:
+        if not self.function_stack and self.module.has_outline:
             return
         mapping: dict[str, str] = {}
         if isinstance(node, cst.Import):
@@ -1226,7 +1316,7 @@ class Project:
             if bindings.binds(name):
                 return _meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins)
             scope = scope.parent
-        if module.outline is not None:
+        if module.has_outline:
             kind, imported = module.global_meaning(name)
             if kind == "import":
                 return imported
