@@ -193,6 +193,7 @@ def test_auto_jobs_run_serially_on_busy_or_small_work(monkeypatch):
 
 
 def test_idle_cpus_follow_the_cpus_idle_time_now(monkeypatch):
+    monkeypatch.setattr(parallel, "_started", None)  # no run in this process began a sample
     monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     monkeypatch.setattr(parallel, "IDLE_SAMPLE_SECONDS", 0)
@@ -209,6 +210,7 @@ def test_idle_cpus_follow_the_cpus_idle_time_now(monkeypatch):
 
 
 def test_idle_cpus_follow_the_load_without_proc_stat(monkeypatch):
+    monkeypatch.setattr(parallel, "_started", None)
     monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
     monkeypatch.setattr(parallel, "_cpu_times", lambda: None)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0, 0))
@@ -283,3 +285,18 @@ def test_idle_cpus_sampled_since_the_run_began_wait_for_nothing(monkeypatch):
     samples = iter([(100, 1000), (100, 1000 + 400)])  # the others keep every CPU busy
     parallel.start_cpu_sample()
     assert parallel.idle_cpus() == 1
+
+
+def test_a_sample_an_earlier_run_began_long_ago_is_not_read(monkeypatch):
+    """A long-lived process (the language server) whose earlier run began a sample and never
+    planned its jobs: a later plan samples the CPUs now."""
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(parallel, "IDLE_SAMPLE_SECONDS", 0)
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: (100, 1000))
+    parallel.start_cpu_sample()  # the earlier run's sample: (100, 1000)
+    now = parallel.time.monotonic() + parallel.LONGEST_SAMPLE_SECONDS + 1
+    monkeypatch.setattr(parallel.time, "monotonic", lambda: now)
+    samples = iter([(500, 2000), (500 + 390, 2000 + 400)])  # now: 3.9 of 4 idle
+    monkeypatch.setattr(parallel, "_cpu_times", lambda: next(samples))
+    assert parallel.idle_cpus() == 4

@@ -112,6 +112,11 @@ def _own_cpu_seconds() -> float:
     return time.process_time()
 
 
+# A sample begun longer ago than this belongs to an earlier run in the same process (the
+# language server, a run that planned no jobs): it says nothing about the CPUs now.
+LONGEST_SAMPLE_SECONDS = 30.0
+
+
 def start_cpu_sample() -> None:
     """Begin watching the CPUs for `idle_cpus` (at the start of a run that plans its jobs)."""
     global _started
@@ -127,7 +132,7 @@ def idle_cpus() -> int:
     global _started
     cpus = default_jobs()
     started, _started = _started, None
-    if started is not None and time.monotonic() - started[2] >= IDLE_SAMPLE_SECONDS:
+    if started is not None and IDLE_SAMPLE_SECONDS <= time.monotonic() - started[2] <= LONGEST_SAMPLE_SECONDS:
         before, own_before = started[0], started[1]
     else:
         before, own_before = _cpu_times(), None
