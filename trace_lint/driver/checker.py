@@ -250,8 +250,8 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
     return admitted
 
 
-def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache=None, hashes=None, inputs: Optional[RunInputs] = None) -> list[Finding]:
-    admitted = _admitted(entries, raw, settings, inputs if inputs is not None else RunInputs())
+def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, inputs: RunInputs) -> list[Finding]:
+    admitted = _admitted(entries, raw, settings, inputs)
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
     selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
     if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
