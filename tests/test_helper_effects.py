@@ -247,3 +247,28 @@ def test_a_wrapper_of_a_library_function_imported_on_each_branch_has_unknown_eff
     # a torch op and runs only inside the region and after it has no warm-up: a run after
     # the region is none (line 34, the capture's begin).
     assert finding_set(PROJECTS / "library_wrappers") == {("lib_backend.py", 34, "TRC404")}
+
+
+def test_helper_callables_land_where_python_binds_them():
+    # The callable reaches the helper's parameter as Python binds the call: after `device`
+    # for a static method called on its class (steps.py:15), third when the instance is
+    # passed explicitly to the method on its class (20), by keyword into a keyword-only
+    # parameter (24). Each is captured, unwarmed work; the warmed one is not (29).
+    assert finding_set(PROJECTS / "helper_arguments") == {
+        ("steps.py", 7, "TRC102"),
+        ("steps.py", 15, "TRC404"),
+        ("steps.py", 20, "TRC404"),
+        ("steps.py", 24, "TRC404"),
+    }
+    (read,) = [f for f in findings_json(PROJECTS / "helper_arguments") if f["code"] == "TRC102"]
+    assert len(read["chains"]) == 3
+
+
+def test_the_device_lands_in_the_parameter_python_binds():
+    # A trace-region-less device reaches the capture through `Runner.run(runner, device, x)`
+    # (the instance passed explicitly), a bound method held in a name, and an instance call.
+    assert finding_set(PROJECTS / "device_arguments") == {
+        ("runner.py", 17, "TRC405"),
+        ("runner.py", 23, "TRC405"),
+        ("runner.py", 29, "TRC405"),
+    }

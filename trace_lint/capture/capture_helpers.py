@@ -11,9 +11,9 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from ..semantic.calls import CallResolver, callee_name
+from ..semantic.receivers import receiver_parameter
 from ..semantic.project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from ..frameworks.region import Region
-from ..semantic.nodes import call_arguments
 
 
 @dataclass(eq=False)
@@ -42,23 +42,6 @@ class HelperSite:
     target: FunctionInfo  # what it runs (a lambda has a FunctionInfo of its own)
 
 
-def _parameter_arguments(helper: Helper, call: cst.Call) -> list[cst.BaseExpression]:
-    """The arguments of a helper call that land in its captured parameters."""
-    function = helper.function
-    if function is None:
-        # A configured helper outside the project: any argument may be the callable.
-        return [a.value for a in call.args if not a.star]
-    params = list(function.params)
-    if helper.cls is not None and params:
-        params = params[1:]  # a construction: the new instance fills `self`
-    elif function.cls is not None and params and isinstance(call.func, cst.Attribute):
-        params = params[1:]  # bound: the receiver fills the first parameter
-    positional, keywords = call_arguments(call)
-    found = [value for name, value in zip(params, positional) if name in helper.params]
-    found += [value for name, value in keywords.items() if name in helper.params]
-    return found
-
-
 class CaptureHelpers:
     def __init__(self, project: Project, resolver: CallResolver, configured: Iterable[str]):
         self.project = project
@@ -68,6 +51,15 @@ class CaptureHelpers:
         self.sites: list[HelperSite] = []
         # Helpers with at least one call in the project: their warm-up is judged at the calls.
         self.called: set[int] = set()
+
+    def _parameter_arguments(self, helper: Helper, call: cst.Call, caller: Optional[FunctionInfo], module: ModuleInfo) -> list[cst.BaseExpression]:
+        """The arguments of a helper call that land in its captured parameters."""
+        function = helper.function
+        if function is None:
+            # A configured helper outside the project: any argument may be the callable.
+            return [a.value for a in call.args if not a.star]
+        bound = self.resolver.bind_arguments(call, caller, function, module)
+        return [a.value for a in call.args if bound.parameter_of(a) in helper.params]
 
     def _helper_for(self, function: FunctionInfo) -> Helper:
         key = id(function)
@@ -103,11 +95,11 @@ class CaptureHelpers:
         `self.<attr>`: each construction of the class captures that argument."""
         method = region.function
         cls = method.cls
-        if cls is None or not method.params:
+        receiver = receiver_parameter(method)
+        if cls is None or receiver is None:
             return
-        receiver = method.params[0]
         init = self.resolver.method(cls, "__init__")
-        if init is None or not init.params:
+        if init is None or receiver_parameter(init) is None:
             return
         stored = _stored_parameters(init)
         for node in method.nodes:
@@ -163,11 +155,11 @@ class CaptureHelpers:
         while changed:
             changed = False
             for helper in list(self.helpers.values()):
-                for call, caller, _ in self._calls_of(helper):
+                for call, caller, module in self._calls_of(helper):
                     if caller is None:
                         continue
                     parameters = set(caller.params) - _rebound(caller)
-                    for argument in _parameter_arguments(helper, call):
+                    for argument in self._parameter_arguments(helper, call, caller, module):
                         if isinstance(argument, cst.Name) and argument.value in parameters:
                             outer = self._helper_for(caller)
                             if helper not in outer.forwards_to:
@@ -191,7 +183,7 @@ class CaptureHelpers:
                         self._add_sites(Helper(None, name), call, caller, module)
 
     def _add_sites(self, helper: Helper, call: cst.Call, caller: Optional[FunctionInfo], module: ModuleInfo) -> None:
-        for argument in _parameter_arguments(helper, call):
+        for argument in self._parameter_arguments(helper, call, caller, module):
             if caller is not None and isinstance(argument, cst.Name) and argument.value in caller.params and id(caller) in self.helpers:
                 continue  # passed through to the caller's own callers
             target = self.resolver.callable_target(argument, caller, module)
@@ -202,8 +194,8 @@ class CaptureHelpers:
 def _stored_parameters(init: FunctionInfo) -> dict[str, str]:
     """`self.<attr> = <param>` in `__init__`: attribute -> parameter (a parameter rebound
     before it is stored is not the caller's)."""
-    receiver = init.params[0]
-    parameters = set(init.params[1:]) - _rebound(init)
+    receiver = receiver_parameter(init)
+    parameters = set(init.params) - {receiver} - _rebound(init)
     stored: dict[str, str] = {}
     for node in init.nodes:
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in parameters:

@@ -21,9 +21,10 @@ from typing import Optional
 import libcst as cst
 
 from ..frontend.syntax_walk import children
-from ..semantic.calls import CallResolver, has_decorator
+from ..semantic.calls import CallResolver
 from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo
+from ..semantic.receivers import receiver_parameter
 from ..semantic.summaries import FixedPoint
 
 # Values: TOP (no call seen yet, where the fixed point starts), a constant, "some value that
@@ -465,12 +466,10 @@ def start_values(target: FunctionInfo, calls: list[cst.Call]) -> dict[str, Value
     if not calls or any(call.args for call in calls):
         return {}
     parameters = target.node.params
-    positional = [*parameters.posonly_params, *parameters.params]
-    if target.cls is not None and not has_decorator(target, "staticmethod") and positional:
-        positional = positional[1:]
+    receiver = receiver_parameter(target)
     values: dict[str, Value] = {}
-    for param in (*positional, *parameters.kwonly_params):
-        if param.default is not None:
+    for param in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
+        if param.default is not None and param.name.value != receiver:
             value = _literal(param.default)
             if value is not _NOT_LITERAL:
                 values[param.name.value] = _constant(value)

@@ -21,7 +21,7 @@ from ..frameworks.torch.tensors import TorchFacts
 from ..frameworks.ttnn.tensors import TensorFacts
 
 if TYPE_CHECKING:
-    from ..semantic.calls import Target
+    from ..semantic.calls import Arguments, Target
     from ..semantic.summaries import Freed
     from .capture_helpers import Helper, HelperSite
     from ..semantic.project import ClassInfo, Definition, FunctionInfo, ModuleInfo
@@ -168,6 +168,10 @@ class ProgramFacts:
     def arguments_landing(self, call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> dict[str, cst.BaseExpression]:
         """Where the call's explicit arguments land: the callee's parameter name -> the argument."""
         return self._engine.resolver.arguments(call, caller, callee)[1]
+
+    def bind_arguments(self, call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> "Arguments":
+        """How the call fills the callee's parameters: the receiver's, and each argument's."""
+        return self._engine.resolver.bind_arguments(call, caller, callee)
 
     def callers(self, function: "FunctionInfo") -> Iterator[tuple[cst.Call, "FunctionInfo"]]:
         """(call, caller) for each call in another project function that can run `function`,

@@ -18,6 +18,7 @@ import libcst as cst
 
 from ..semantic.calls import CallResolver, Target, has_decorator
 from ..semantic.project import FunctionInfo
+from ..semantic.receivers import receiver_parameter
 from ..semantic.summaries import FixedPoint
 
 # What an argument needs to be a capture-time object: the (function, parameter) pairs that
@@ -274,7 +275,8 @@ def _greatest_fixed_point(into: dict, is_root) -> dict[FunctionInfo, frozenset]:
 
 
 def _first_parameter_need(function: FunctionInfo) -> Need:
-    return frozenset({(function, function.params[0])}) if function.cls is not None and function.params else None
+    receiver = receiver_parameter(function)
+    return frozenset({(function, receiver)}) if receiver is not None else None
 
 
 def _is_generator(function: FunctionInfo) -> bool:

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
-from ..semantic.calls import has_decorator
+from ..semantic.receivers import receiver_parameter
 from ..frontend.syntax_walk import preorder
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
@@ -474,7 +474,7 @@ class HostSideEffect(_HostLogicRule):
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             if name in local_names(scope):
-                if _receiver(scope) == name:
+                if receiver_parameter(scope) == name:
                     # The object an `__init__` (or `__post_init__`, `__new__`) initialises, or
                     # one every captured call of this method gets from the capture itself
                     # (`ch = Chains(); ch.add(...)`), is a capture-time object.
@@ -707,14 +707,6 @@ def _is_host_library(context, call: cst.Call) -> bool:
     """A host library's call: a random draw on the host, a clock read."""
     return any(e.effect in (Effect.HOST_RANDOM, Effect.CLOCK) for e in context.call_effects(call))
 
-
-def _receiver(function: FunctionInfo) -> Optional[str]:
-    """The name of a method's `self`/`cls` parameter; None for functions and static methods."""
-    if function.cls is None or not function.params:
-        return None
-    if has_decorator(function, "staticmethod"):
-        return None
-    return function.params[0]
 
 
 

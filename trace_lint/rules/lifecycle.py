@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 import libcst as cst
 
-from ..semantic.calls import callee_name, has_decorator
+from ..semantic.calls import bind_record_fields, callee_name
+from ..semantic.receivers import receiver_parameter
 from ..semantic.bindings import target_names
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
@@ -678,7 +679,7 @@ class MissingWarmUp(Rule):
 
     def _region_work(self, region: Region) -> list[cst.Call]:
         function = region.function
-        receiver = function.params[0] if function.cls is not None and function.params else None
+        receiver = receiver_parameter(function)
         # A capture helper's callable is judged at each call site (and not at all when
         # nobody in the project calls the helper: its callers own the warm-up).
         helper = self.facts.capture_helper(function)
@@ -850,7 +851,7 @@ class MissingWarmUp(Rule):
     def _class_helper_warms_itself(self, helper) -> bool:
         """A method of the class helper calls the stored callable outside its regions."""
         for method in helper.capturing_methods:
-            receiver = method.params[0]
+            receiver = receiver_parameter(method)
             regions = self.facts.regions_in(method)
             for node in method.nodes:
                 if (
@@ -900,7 +901,7 @@ class MissingWarmUp(Rule):
                 continue  # module-level call sites: nothing to compare with
             module = site.module
             if isinstance(site.target.node, cst.Lambda):
-                receiver = caller.params[0] if caller.cls is not None and caller.params else None
+                receiver = receiver_parameter(caller)
                 work = self._user_calls(site.target, site.target.nodes, receiver)
                 missing = [
                     c for c in work
@@ -1093,7 +1094,7 @@ class DeviceReach:
         self._attribute_memo[key] = False
         found = False
         for method in cls.methods.values():
-            receiver = method.params[0] if method.params else None
+            receiver = receiver_parameter(method)
             if receiver is None:
                 continue
             if f"{receiver}.{attribute}" in self.devices_of.get(id(method), ()):
@@ -1119,32 +1120,18 @@ class DeviceReach:
     def _argument_captures(self, call: cst.Call, arg: cst.Arg, function: FunctionInfo, depth: int, field: Optional[str] = None) -> bool:
         if arg.star:
             return False  # `**kwargs` / `*args`: not followed
-        if any(a.star for a in call.args[: call.args.index(arg)]) and arg.keyword is None:
-            return False
-        target, bound = self._callee(call, function)
+        target = self._callee(call, function)
         if target is None:
             # A class without `__init__` (a dataclass, a NamedTuple): the argument becomes a field.
             fields = self._record_fields(call, function)
             if fields is None or field is not None:
                 return False
-            name = arg.keyword.value if arg.keyword is not None else None
-            if name is None:
-                index = [a for a in call.args if a.keyword is None].index(arg)
-                name = fields[index] if index < len(fields) else None
-            return name is not None and name in fields and self.value_reaches_capture(call, function, depth + 1, name)
-        params = list(target.params)
-        if bound and params:
-            params = params[1:]
-        if arg.keyword is not None:
-            name = arg.keyword.value
-            if name not in params:
-                return False
-        else:
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            index = positional.index(arg)
-            if index >= len(params):
-                return False
-            name = params[index]
+            name = bind_record_fields(call, fields).parameter_of(arg)
+            return name is not None and self.value_reaches_capture(call, function, depth + 1, name)
+        bound = self.facts.bind_arguments(call, function, target)
+        name = bound.parameter_of(arg)
+        if name is None or bound.by_parameter.get(name) is not arg.value:
+            return False  # lands in `*args` / `**kwargs`: not followed
         return self._name_captures(target, name, depth + 1, field)
 
     def _record_fields(self, call: cst.Call, function: FunctionInfo) -> Optional[list[str]]:
@@ -1161,23 +1148,16 @@ class DeviceReach:
                         fields.append(small.target.value)
         return fields
 
-    def _callee(self, call: cst.Call, function: FunctionInfo):
-        """The project function a call runs, and whether its first parameter is bound."""
+    def _callee(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
+        """The project function a call runs: its one target, or a project class's `__init__`."""
         target = self.facts.sole_target(call, function)
         if target is not None:
-            func = call.func
-            called_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-            if target.name == "__init__" and called_name != "__init__":
-                return target, True  # a construction: `self` is the new instance
-            bound = target.cls is not None and isinstance(func, cst.Attribute) and not has_decorator(target, "staticmethod")
-            return target, bound
+            return target
         name = self.facts.qualified_name(call.func, function.module, function)
         definition = self.facts.definition(name) if name else None
         if definition is not None and not isinstance(definition, FunctionInfo):
-            init = self.facts.method(definition, "__init__")
-            if init is not None:
-                return init, True  # a construction: `self` is the new instance
-        return None, False
+            return self.facts.method(definition, "__init__")
+        return None
 
     def _callers(self, function: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
         # Calls that run this function alone: a value returned by one of several is not followed.
@@ -1228,8 +1208,7 @@ class DeviceReach:
         if (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
-            and function.params
-            and target.value.value == function.params[0]
+            and target.value.value == receiver_parameter(function)
         ):
             return target.attr.value
         return None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from .project import FunctionInfo
+from .receivers import is_receiver
 
 if TYPE_CHECKING:
     from .calls import CallResolver as ValueClasses
@@ -26,13 +27,7 @@ def attribute_kind(function: Optional[FunctionInfo], expr: cst.Attribute, kind_o
         return None
     receiver = expr.value
     attribute = expr.attr.value
-    if (
-        function.cls is not None
-        and function.params
-        and isinstance(receiver, cst.Name)
-        and receiver.value == function.params[0]
-        and all(b.kind == "param" for b in function.bindings.reaching(receiver.value, expr))
-    ):
+    if function.cls is not None and is_receiver(receiver, function, expr):
         return _class_attribute_kind(function.cls, (function.cls,), attribute, kind_of, framework)
     if classes is None or not isinstance(receiver, (cst.Name, cst.Attribute)):
         return None

@@ -14,6 +14,7 @@ import libcst as cst
 from ..core.api_tables import tables
 from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
+from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children
 
 @dataclass(frozen=True)
@@ -24,6 +25,20 @@ class Target:
 
     function: FunctionInfo
     self_class: Optional[ClassInfo] = None
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """How one call fills one target's parameters (`CallResolver.bind_arguments`)."""
+
+    receiver: Optional[str]  # the parameter the receiver or the new instance fills
+    constructs: bool  # the receiver is a new instance (`Block(x)` running `__init__`)
+    by_parameter: dict[str, cst.BaseExpression]  # each explicit argument, by the parameter it fills
+    landing: dict[int, str]  # id of each `cst.Arg` -> the parameter it fills (`*args`, `**kwargs` included)
+
+    def parameter_of(self, argument: cst.Arg) -> Optional[str]:
+        """The parameter an argument of the call lands in (None: not known, or nowhere)."""
+        return self.landing.get(id(argument))
 
 
 # How deep value inference follows names, attributes and factories.
@@ -233,15 +248,6 @@ class CallResolver:
             return self._element_part(cst.Call(func=cst.Attribute(func.value, cst.Name("values"))), rest, function, self_class, depth + 1)
         return []
 
-    def _is_self(self, expr: cst.Name, function: FunctionInfo, anchor: Optional[cst.CSTNode]) -> bool:
-        """The first parameter of a method, still bound to the instance."""
-        if function.cls is None or not function.params or expr.value != function.params[0]:
-            return False
-        if any(_decorator_name(d) == "staticmethod" for d in function.node.decorators):
-            return False
-        # A class method's `cls`: the class, whose methods dispatch as an instance's do.
-        return all(b.kind == "param" for b in function.bindings.reaching(expr.value, anchor))
-
     def _comprehension_target(self, expr: cst.Name, function: FunctionInfo) -> Optional[tuple[cst.CompFor, tuple[int, ...]]]:
         """The `for` clause of an enclosing comprehension that binds the name
         (`[expert(x) for expert in self.experts]`), with the name's place in its target."""
@@ -282,7 +288,7 @@ class CallResolver:
         # In an enclosing function, a closure sees whatever the name holds when it is called.
         anchor = expr if scope is function else None
         own_self = self_class if scope is function else None
-        if self._is_self(expr, scope, anchor):
+        if is_receiver(expr, scope, anchor):
             return [own_self or scope.cls]  # type: ignore[list-item]
         out: list[ClassInfo] = []
         for binding in scope.bindings.reaching(expr.value, anchor):
@@ -403,36 +409,42 @@ class CallResolver:
         self._spelled[key] = found
         return found
 
-    def arguments(self, call: cst.Call, caller: FunctionInfo, target: FunctionInfo) -> tuple[Optional[str], dict[str, cst.BaseExpression]]:
-        """How a call fills the target's parameters: the parameter the receiver or new
-        instance fills (None when the call fills the first parameter itself: a function, a
-        static method, `Base.__init__(self)`), and the explicit arguments by parameter. What
-        `*args` / `**kwargs` fill is not known, nor are positions after a `*args`."""
+    def bind_arguments(self, call: cst.Call, caller: Optional[FunctionInfo], target: FunctionInfo, module: Optional[ModuleInfo] = None) -> "Arguments":
+        """How a call fills the target's parameters, as Python binds them: the receiver or the
+        new instance fills the receiver parameter unless the call passes it itself (a
+        function, a static method, `Base.__init__(self)`); positional arguments fill the
+        positional parameters in order and the rest land in `*args`; a keyword fills the
+        parameter of its name (not a positional-only one) or lands in `**kwargs`. Positions
+        after an unpacked `*x` are not known; what `*x` / `**x` fill is not known. `module`:
+        where a module-level call (no caller) is written."""
         parameters = target.node.params
         positional = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
-        receiver: Optional[str] = None
-        if target.cls is not None and positional and not has_decorator(target, "staticmethod"):
-            func = call.func
-            explicit = isinstance(func, cst.Attribute) and not (
-                isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
-            ) and self.class_of(func.value, caller.module, caller) is not None
-            if not explicit or has_decorator(target, "classmethod"):
-                receiver = positional[0]
-                positional = positional[1:]
-        mapping: dict[str, cst.BaseExpression] = {}
-        index = 0
-        for argument in call.args:
-            if argument.star == "*":
-                break
-            if argument.star or argument.keyword is not None:
-                continue
-            if index < len(positional):
-                mapping[positional[index]] = argument.value
-            index += 1
-        for argument in call.args:
-            if argument.keyword is not None:
-                mapping[argument.keyword.value] = argument.value
-        return receiver, mapping
+        receiver = receiver_parameter(target)
+        constructs = target.cls is not None and target.name == "__init__" and callee_name(call) != "__init__"
+        if receiver is not None and not constructs and not has_decorator(target, "classmethod") and self._passes_receiver(call, caller, caller.module if caller is not None else module):
+            receiver = None
+        if receiver is not None:
+            positional = positional[1:]
+        star_args = parameters.star_arg.name.value if isinstance(parameters.star_arg, cst.Param) else None
+        star_kwargs = parameters.star_kwarg.name.value if isinstance(parameters.star_kwarg, cst.Param) else None
+        by_keyword = {p.name.value for p in (*parameters.params, *parameters.kwonly_params)} - {receiver}
+        return _bind(call, positional, star_args, by_keyword, star_kwargs, receiver, constructs)
+
+    def arguments(self, call: cst.Call, caller: Optional[FunctionInfo], target: FunctionInfo) -> tuple[Optional[str], dict[str, cst.BaseExpression]]:
+        """The parameter the receiver or new instance fills (None when the call fills the
+        first parameter itself), and the explicit arguments by parameter (`bind_arguments`)."""
+        bound = self.bind_arguments(call, caller, target)
+        return bound.receiver, bound.by_parameter
+
+    def _passes_receiver(self, call: cst.Call, caller: Optional[FunctionInfo], module: Optional[ModuleInfo]) -> bool:
+        """`Class.method(obj, ...)`: the method called through its class, not an instance
+        (`super().method()` binds the instance)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and func.value.func.value == "super":
+            return False
+        return module is not None and self.class_of(func.value, module, caller) is not None
 
     # -- calls -----------------------------------------------------------------------------
     def resolve(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
@@ -569,11 +581,6 @@ class CallResolver:
         return out
 
 
-def has_decorator(function: FunctionInfo, name: str) -> bool:
-    """Decorated with a bare `@name` (`staticmethod`, `classmethod`)."""
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in getattr(function.node, "decorators", ()))
-
-
 def callee_name(call: cst.Call) -> Optional[str]:
     """The name a call is spelled with: `f` in `f()` and `a.f()`."""
     func = call.func
@@ -582,6 +589,48 @@ def callee_name(call: cst.Call) -> Optional[str]:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return None
+
+
+def bind_record_fields(call: cst.Call, fields: list[str]) -> Arguments:
+    """How a construction fills the fields of a class whose `__init__` Python generates (a
+    dataclass, a NamedTuple): in order, or by name."""
+    return _bind(call, fields, None, set(fields), None, None, True)
+
+
+def _bind(
+    call: cst.Call,
+    positional: list[str],
+    star_args: Optional[str],
+    by_keyword: set[str],
+    star_kwargs: Optional[str],
+    receiver: Optional[str],
+    constructs: bool,
+) -> Arguments:
+    """Python's binding of a call's arguments to parameters (the receiver's already taken)."""
+    by_parameter: dict[str, cst.BaseExpression] = {}
+    landing: dict[int, str] = {}
+    index = 0
+    for argument in call.args:
+        if argument.star == "*":
+            break
+        if argument.star or argument.keyword is not None:
+            continue
+        name = positional[index] if index < len(positional) else star_args
+        if name is not None:
+            landing[id(argument)] = name
+            if name != star_args:
+                by_parameter[name] = argument.value
+        index += 1
+    for argument in call.args:
+        if argument.keyword is None:
+            continue
+        keyword = argument.keyword.value
+        name = keyword if keyword in by_keyword else star_kwargs
+        if name is not None:
+            landing[id(argument)] = name
+            if name == keyword:
+                by_parameter[name] = argument.value
+    return Arguments(receiver, constructs, by_parameter, landing)
 
 
 # Builtins whose elements are those of their one argument, in some order.
@@ -609,13 +658,6 @@ def _unique(targets: list[Target]) -> list[Target]:
         if target not in out:
             out.append(target)
     return out
-
-
-def _decorator_name(decorator: cst.Decorator) -> str:
-    expr = decorator.decorator
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    return expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
 
 
 def _c3(cls: ClassInfo, base_orders: list[tuple[ClassInfo, ...]], bases: list[ClassInfo]) -> tuple[ClassInfo, ...]:

@@ -23,8 +23,9 @@ from typing import Optional
 import libcst as cst
 
 from ..core.api_tables import tables
-from .calls import CallResolver, Target, has_decorator
+from .calls import CallResolver, Target
 from .project import FunctionInfo
+from .receivers import receiver_parameter
 from .summaries import FixedPoint, Summaries, target_elements
 
 
@@ -168,7 +169,7 @@ class Effects:
             root: cst.BaseExpression = func
             while isinstance(root, cst.Attribute):
                 root = root.value
-            receiver = function.params[0] if function.cls is not None and function.params and not has_decorator(function, "staticmethod") else None
+            receiver = receiver_parameter(function)
             python = tables().python
             host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
             # `self.l1_input.buffer_address()`: host metadata of a tensor attribute, no work at all.
@@ -192,7 +193,7 @@ def _attribute_stores(cls, attribute: str):
     """Each statement of the class's methods that assigns `self.<attribute>`: (method,
     statement, whether the attribute is the whole target rather than part of a tuple)."""
     for method in cls.methods.values():
-        receiver = method.params[0] if method.params else None
+        receiver = receiver_parameter(method)
         for node in method.nodes:
             if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 continue

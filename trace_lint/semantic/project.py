@@ -18,6 +18,7 @@ import libcst as cst
 from ..frontend import syntax_limits
 from .bindings import ScopeBindings, target_names
 from .cfg import ControlFlowGraph
+from .receivers import receiver_parameter
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
 from ..frontend.syntax_walk import Span, children, parse_module, positions
 from ..frontend.text_index import called_names, count_words, defined_names
@@ -1053,9 +1054,9 @@ def _signature_comments(node: cst.FunctionDef) -> Iterator[str]:
 
 def _record_attribute_types(method: FunctionInfo) -> None:
     """`self.attr = value`, `self.attr[k] = value` and `self.attr.append(value)` inside a method."""
-    if not method.params:
+    receiver = receiver_parameter(method)
+    if receiver is None:
         return
-    receiver = method.params[0]
     cls = method.cls
     assert cls is not None
 

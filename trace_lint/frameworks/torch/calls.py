@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from ...semantic.nodes import call_arguments, iter_body_nodes
+from ...semantic.receivers import receiver_parameter
 from ..effects import CallEffect, Effect, Unit
 from . import CUDA_GRAPH_KINDS
 
@@ -116,8 +117,7 @@ def is_stream_or_event(api, unit: Unit, receiver: cst.BaseExpression) -> bool:
         isinstance(receiver, cst.Attribute)
         and isinstance(receiver.value, cst.Name)
         and function.cls is not None
-        and function.params
-        and receiver.value.value == function.params[0]
+        and receiver.value.value == receiver_parameter(function)
     ):
         constructor = function.cls.attribute_types.get(receiver.attr.value)
         return constructor is not None and unit.facts.qualified_name(constructor, function.cls.module, None) in api.streams_and_events

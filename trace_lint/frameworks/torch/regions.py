@@ -19,6 +19,7 @@ import libcst as cst
 from ...core.api_tables import tables
 from ...semantic.calls import CallResolver
 from ...semantic.project import ClassInfo, FunctionInfo, ModuleInfo, Project
+from ...semantic.receivers import receiver_parameter
 from ..region import Region
 from ...semantic.nodes import call_arguments, iter_body_nodes
 from ...frontend.syntax_walk import SMALL_STATEMENTS
@@ -243,7 +244,7 @@ def _plain_receiver(function: FunctionInfo, receiver: cst.BaseExpression) -> boo
     """An unannotated parameter, or `self.attr` with no recorded constructor: it could be a graph."""
     if isinstance(receiver, cst.Name):
         return receiver.value in function.params and _annotation_of(function, receiver.value) is None
-    return isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and bool(function.params) and receiver.value.value == function.params[0]
+    return isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == receiver_parameter(function)
 
 
 def is_graph_end(region: Region, call: cst.Call) -> bool:
@@ -341,7 +342,7 @@ def _module_bindings(module: ModuleInfo) -> dict[str, Optional[cst.BaseExpressio
 
 
 def _on_self(expr: cst.Attribute, function: FunctionInfo) -> bool:
-    return isinstance(expr.value, cst.Name) and function.cls is not None and bool(function.params) and expr.value.value == function.params[0]
+    return isinstance(expr.value, cst.Name) and expr.value.value == receiver_parameter(function)
 
 
 def _strip_passthrough(expr: cst.BaseExpression) -> cst.BaseExpression:
