@@ -15,11 +15,18 @@ def test_next_input_kept_under_another_name_than_the_freed_one():
     # input as the runner's own `self.input_tensor` (runner.py:24): the re-allocation idiom,
     # so no TRC301 there and no TRC302 on the run. Without the allocation (`LeakyRunner`)
     # the free of `self.infra.input_tensor`, a trace input, is TRC302 on the call holding
-    # it (runner.py:48), though the region never names the attribute itself.
+    # it (runner.py:48), though the region never names the attribute itself. `BranchRunner`
+    # allocates it only `if refresh:` and reads `self.input_tensor` after the `if` (71-73):
+    # on the path that skips the allocation the region reads the attribute before it is
+    # bound (a graph question, whatever the lines say), so it replaces nothing: TRC302 on the
+    # run (70), TRC301 on the allocation (72).
     assert finding_set(PROJECTS / "infra_reallocation") == {
         ("runner.py", 22, "TRC401"),
         ("runner.py", 47, "TRC401"),
         ("runner.py", 48, "TRC302"),
+        ("runner.py", 70, "TRC302"),
+        ("runner.py", 71, "TRC201"),
+        ("runner.py", 72, "TRC301"),
     }
 
 

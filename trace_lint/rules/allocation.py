@@ -466,9 +466,11 @@ def _reaches_unknown_work(facts: ProgramFacts, call: cst.Call, region: Region) -
 
 
 def _read_in_region_before(region: Region, binding) -> bool:
-    """The bound name or attribute is read in the region before this binding of it."""
+    """The bound name or attribute is read in the region before this binding of it: on a
+    path from the begin that does not pass the binding (the value it replaces is read)."""
+    graph = region.function.cfg
     return any(
-        a.kind == "read" and a.key == binding.key and region.contains(a.node) and a.position < binding.position
+        a.kind == "read" and a.key == binding.key and region.contains(a.node) and graph.runs_before(region.begin, a.node, avoiding=(binding.node,))
         for a in accesses(region.function)
     )
 

@@ -1,6 +1,7 @@
-"""One argument mapper and one receiver answer (SPEC.md, Layout): how a call's arguments
-fill a function's parameters is `CallResolver.bind_arguments`, which parameter the receiver
-fills is `semantic/receivers.py`; no other module works either out itself."""
+"""One answer to each question of the model (SPEC.md, Layout): how a call's arguments fill
+a function's parameters is `CallResolver.bind_arguments`, which parameter the receiver fills
+is `semantic/receivers.py`, and whether one statement runs before another is a query on the
+control-flow graph (`semantic/cfg.py`); no other module works any of them out itself."""
 
 from __future__ import annotations
 
@@ -107,6 +108,58 @@ def test_no_module_takes_the_first_parameter_as_self_itself():
     assert offenders == {}
 
 
+# Comparisons of two nodes' positions outside semantic/ that are not about which runs first:
+# "module:function" -> why.
+ORDERED_BY_TEXT = {
+    "rules/lifecycle.py:capture_left_open_fix": "the edit needs the begin to end its line: text layout, not execution order",
+}
+
+
+def orders_by_position(source: str) -> list[str]:
+    """Functions comparing two nodes' positions (`a.position < b.position`,
+    `module.start(a) < module.start(b)`); a region's bounds (`region.start`, `region.stop`:
+    what lies inside its span, by position by design) are attributes and not counted."""
+
+    def positional(expr: ast.AST) -> bool:
+        if isinstance(expr, ast.Attribute) and expr.attr == "position":
+            return True
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in ("start", "end")
+
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in node.ops):
+                if all(positional(operand) for operand in (node.left, *node.comparators)):
+                    found.append(function.name)
+                    break
+    return found
+
+
+def test_no_module_orders_statements_by_position():
+    offenders = {}
+    for path, relative in _package_files():
+        if relative.startswith(("semantic/", "frameworks/")):  # the graph itself; the plug-ins find regions' spans
+            continue
+        names = [n for n in orders_by_position(path.read_text(encoding="utf-8")) if f"{relative}:{n}" not in ORDERED_BY_TEXT]
+        if names:
+            offenders[relative] = names
+    assert offenders == {}
+
+
+POSITION_ORDERINGS = '''
+def _read_in_region_before(region, binding):
+    return any(a.position < binding.position for a in accesses(region.function))
+
+def _later(module, a, b):
+    return module.start(a) >= module.end(b)
+
+def _after_the_region(module, region, node):
+    return module.start(node) >= region.stop
+'''
+
+
 def test_the_scans_see_the_shapes_they_forbid():
     """The mappers and receiver answers the code had before the one mapper are caught."""
     mapper = '''
@@ -130,6 +183,8 @@ def _argument_captures(self, call, arg, function):
     # Reading a call's keywords alone, or a function's names alone, maps nothing.
     assert own_argument_mappers("def f(call):\n    return call_arguments(call)[1].get('device')\n") == []
     assert own_argument_mappers("def f(function, name):\n    return name in function.params\n") == []
+    # Two nodes ordered by their text; a node against a region's bound is span membership.
+    assert orders_by_position(POSITION_ORDERINGS) == ["_read_in_region_before", "_later"]
 
 
 # -- the mapper ------------------------------------------------------------------------------
