@@ -421,6 +421,15 @@ def a_candidate(root: Path, preferred: str) -> Path:
     return next(iter(sorted(root.rglob("*.py"))))
 
 
+def _compile_installed_package() -> None:
+    """Bytecode for the trace-lint that `trace-lint` runs (an editable install has none yet)."""
+    probe = "import pathlib, trace_lint; print(pathlib.Path(trace_lint.__file__).parent)"
+    tool_python = Path(_tool("trace-lint")).parent / "python"
+    python = str(tool_python) if tool_python.exists() else sys.executable
+    package = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", package], check=False, stdout=subprocess.DEVNULL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", nargs="?", type=Path)
@@ -433,6 +442,11 @@ def main() -> None:
     parser.add_argument("--only-lsp", action="store_true", help="only the language server rows (on the TT-NN-shaped tree)")
     parser.add_argument("--lsp-timeout", type=float, default=300.0)
     args = parser.parse_args()
+    # Measure as an installed package runs: from bytecode (pip compiles it at install; an
+    # environment that forbids writing it would charge every run for compiling trace_lint).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    _compile_installed_package()
     sys.path.insert(0, str(HERE))
     import gen_model_repo
     from gen_tree import generate
