@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -310,3 +311,15 @@ def test_the_floors_replay_what_a_cold_run_parsed(tmp_path):
         subprocess.run([sys.executable, str(script), stage, str(recorded)], cwd=root, check=True, capture_output=True)
     edited = root / sorted(parsed)[0]
     subprocess.run([sys.executable, str(script), "edit", str(recorded), str(edited)], cwd=root, check=True, capture_output=True)
+
+
+def test_the_cache_dir_variable_wins_over_the_config(tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    (tree / "pyproject.toml").write_text('[tool.trace-lint]\ncache-dir = "elsewhere"\n')
+    command = [sys.executable, "-m", "trace_lint", "check", str(tree), "--output-format", "json"]
+    environment = {**os.environ, "TRACE_LINT_CACHE_DIR": "ci-cache"}  # relative to the current folder
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment)
+    second = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment)
+    assert list((tmp_path / "ci-cache").glob("results-*.json"))
+    assert not (tree / "elsewhere").exists() and not (tree / ".trace-lint-cache").exists()
+    assert first.returncode == second.returncode == 1 and json.loads(first.stdout) == json.loads(second.stdout)
