@@ -143,9 +143,13 @@ class CaptureLeftOpen(Rule):
             return  # ended in another function, or a `with` block, which always closes
         module = region.module
         ends = [n for n in region.function.nodes if type(n) is cst.Call and (n is region.end or self.facts.ends_capture(n, region))]
+        # A loop over the trace ids ends every capture; its header belongs to the ends.
+        loops = _loops_over_the_trace_ids(region, ends)
+        ends += loops
+        loop_ids = {id(loop) for loop in loops}
         guards = capture_condition(region)  # judged on the capturing path
         for node in region.function.nodes:
-            if not isinstance(node, _MAY_RAISE_HOLDERS):
+            if not isinstance(node, _MAY_RAISE_HOLDERS) or id(node) in loop_ids:
                 continue
             at = module.positions.get(node)
             if at is None or not (region.start <= (at.start.line, at.start.column) < region.stop):
@@ -165,6 +169,38 @@ class CaptureLeftOpen(Rule):
             return capture_left_open_fix(self, region)
         except (KeyError, ValueError, IndexError):
             return None  # a node without a position (code built by the analysis): no fix, the finding stands
+
+
+def _loops_over_the_trace_ids(region: Region, ends: list[cst.Call]) -> list[cst.CSTNode]:
+    """The `for` loops around an end call that iterate over the trace ids a multi-device
+    begin collected (`ids = tuple(begin(d) for d in devices)` ... `for d, tid in zip(devices,
+    ids): end(d, tid)`): such a loop runs its body once per capture the begins opened, so
+    reaching the loop is reaching the ends (its no-turn exit leaves nothing open)."""
+    statement = region.begin_statement
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+        return []
+    if statement.value is region.begin:
+        return []  # one begin, one id: no collection of them
+    name = statement.targets[0].target.value
+    parents = region.module.parents
+    loops: list[cst.CSTNode] = []
+    for end in ends:
+        current = parents.get(id(end))
+        while current is not None and current is not region.function.node:
+            if isinstance(current, cst.For) and _iterates_over(current.iter, name) and all(current is not loop for loop in loops):
+                loops.append(current)
+            current = parents.get(id(current))
+    return loops
+
+
+def _iterates_over(iterable: cst.BaseExpression, name: str) -> bool:
+    """The loop takes every element of `name`: the name itself, or one of the arguments of
+    `zip`/`enumerate` (`zip(devices, ids)`)."""
+    if isinstance(iterable, cst.Name):
+        return iterable.value == name
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("zip", "enumerate"):
+        return any(isinstance(a.value, cst.Name) and a.value.value == name and a.keyword is None and not a.star for a in iterable.args)
+    return False
 
 
 # -- TRC401's fix: the region wrapped in `try:` / `finally: <end>` ------------------------
