@@ -57,9 +57,15 @@ def test_model_from_an_unannotated_factory_and_an_element_of_its_result():
     # 23): no TRC203; the host value `self.input_tensor.shape[0]` still is (infra.py:24).
     # `DetectorRunner`'s model frees its input (the idiom: no TRC301 on line 41);
     # `ScalerRunner`'s frees nothing, so its allocation in the region is TRC301 (line 61).
+    # The infra object itself from a factory without a return annotation (infra.py:37):
+    # `self.infra.run()` (runner.py:81) and a local's `infra.run()` (95) do not resolve, user
+    # code with unknown effects, so the next input allocated after them and kept (82, 96)
+    # may be the idiom's: no TRC301. A framework object's method is no user code: the
+    # allocation after `sharded.is_sharded()` stays TRC301 (110).
     assert finding_set(PROJECTS / "factory_model") == {
         ("infra.py", 24, "TRC203"),
         ("runner.py", 61, "TRC301"),
+        ("runner.py", 110, "TRC301"),
     }
 
 
