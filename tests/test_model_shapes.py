@@ -73,9 +73,11 @@ def test_multi_device_capture_ended_by_a_loop_over_its_trace_ids():
     # One begin per device collected into `trace_ids` (a generator or a list comprehension)
     # and a `finally` looping over those ids (`zip(devices, trace_ids)`, `enumerate(trace_ids)`)
     # to end each capture (tracer.py:14-20, 30-35): the loop runs once per open capture, so
-    # every exceptional path ends them; no TRC401. Without the `finally` (line 40), or where
-    # the `finally` loops over other devices and may end nothing (line 49), TRC401 stays.
+    # every exceptional path ends them; no TRC401. Without the `finally` (line 40), where
+    # the `finally` loops over other devices and may end nothing (line 49), or where the loop
+    # ends only the captures that pass a test (line 60), TRC401 stays.
     assert finding_set(PROJECTS / "multi_device_tracer") == {
         ("tracer.py", 40, "TRC401"),
         ("tracer.py", 49, "TRC401"),
+        ("tracer.py", 60, "TRC401"),
     }
