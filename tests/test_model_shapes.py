@@ -57,7 +57,27 @@ def test_model_from_an_unannotated_factory_and_an_element_of_its_result():
     # 23): no TRC203; the host value `self.input_tensor.shape[0]` still is (infra.py:24).
     # `DetectorRunner`'s model frees its input (the idiom: no TRC301 on line 41);
     # `ScalerRunner`'s frees nothing, so its allocation in the region is TRC301 (line 61).
+    # The infra object itself from a factory without a return annotation (infra.py:37):
+    # `self.infra.run()` (runner.py:81) and a local's `infra.run()` (95) do not resolve, user
+    # code with unknown effects, so the next input allocated after them and kept (82, 96)
+    # may be the idiom's: no TRC301. A framework object's method is no user code: the
+    # allocation after `sharded.is_sharded()` stays TRC301 (110).
     assert finding_set(PROJECTS / "factory_model") == {
         ("infra.py", 24, "TRC203"),
         ("runner.py", 61, "TRC301"),
+        ("runner.py", 110, "TRC301"),
+    }
+
+
+def test_multi_device_capture_ended_by_a_loop_over_its_trace_ids():
+    # One begin per device collected into `trace_ids` (a generator or a list comprehension)
+    # and a `finally` looping over those ids (`zip(devices, trace_ids)`, `enumerate(trace_ids)`)
+    # to end each capture (tracer.py:14-20, 30-35): the loop runs once per open capture, so
+    # every exceptional path ends them; no TRC401. Without the `finally` (line 40), where
+    # the `finally` loops over other devices and may end nothing (line 49), or where the loop
+    # ends only the captures that pass a test (line 60), TRC401 stays.
+    assert finding_set(PROJECTS / "multi_device_tracer") == {
+        ("tracer.py", 40, "TRC401"),
+        ("tracer.py", 49, "TRC401"),
+        ("tracer.py", 60, "TRC401"),
     }

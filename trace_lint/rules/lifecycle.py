@@ -172,10 +172,11 @@ class CaptureLeftOpen(Rule):
 
 
 def _loops_over_the_trace_ids(region: Region, ends: list[cst.Call]) -> list[cst.CSTNode]:
-    """The `for` loops around an end call that iterate over the trace ids a multi-device
-    begin collected (`ids = tuple(begin(d) for d in devices)` ... `for d, tid in zip(devices,
-    ids): end(d, tid)`): such a loop runs its body once per capture the begins opened, so
-    reaching the loop is reaching the ends (its no-turn exit leaves nothing open)."""
+    """The `for` loops whose body ends a capture per trace id that a multi-device begin
+    collected (`ids = tuple(begin(d) for d in devices)` ... `for d, tid in zip(devices,
+    ids): end(d, tid)`, the end a statement of the loop's own body): such a loop runs the end
+    once per capture the begins opened, so reaching the loop is reaching the ends (its
+    no-turn exit leaves nothing open)."""
     statement = region.begin_statement
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
         return []
@@ -185,11 +186,11 @@ def _loops_over_the_trace_ids(region: Region, ends: list[cst.Call]) -> list[cst.
     parents = region.module.parents
     loops: list[cst.CSTNode] = []
     for end in ends:
-        current = parents.get(id(end))
-        while current is not None and current is not region.function.node:
-            if isinstance(current, cst.For) and _iterates_over(current.iter, name) and all(current is not loop for loop in loops):
-                loops.append(current)
-            current = parents.get(id(current))
+        line = parents.get(id(parents.get(id(end))))  # end(...) or x = end(...), then its line
+        block = parents.get(id(line)) if isinstance(line, cst.SimpleStatementLine) else None
+        loop = parents.get(id(block)) if isinstance(block, cst.IndentedBlock) else None
+        if isinstance(loop, cst.For) and _iterates_over(loop.iter, name) and all(loop is not seen for seen in loops):
+            loops.append(loop)
     return loops
 
 

@@ -199,9 +199,15 @@ class Effects:
             return False
         bindings = function.bindings.reaching(root.value, call)
         return bool(bindings) and all(
-            b.kind == "assign" and isinstance(b.value, cst.Call) and any(t.function is not None for t in self.resolver.resolve_all(b.value, function))
+            b.kind == "assign" and isinstance(b.value, cst.Call) and _calls_a_factory(self.resolver.resolve_all(b.value, function))
             for b in bindings
         )
+
+
+def _calls_a_factory(targets: list[Target]) -> bool:
+    """The call runs project functions, none of them a constructor (whose instance's class,
+    and so its methods, would be known)."""
+    return bool(targets) and all(t.function.name != "__init__" for t in targets)
 
 
 def _module_of(project, dotted: str) -> bool:
