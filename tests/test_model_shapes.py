@@ -61,3 +61,15 @@ def test_model_from_an_unannotated_factory_and_an_element_of_its_result():
         ("infra.py", 24, "TRC203"),
         ("runner.py", 61, "TRC301"),
     }
+
+
+def test_launch_caches_filled_on_first_use_in_their_mirror_forms():
+    # A fused kernel's launch policy and configs (gptqmodel's paroquant), reached from a
+    # CUDA graph two frames down: `cached = _POLICY; if cached is not None: return cached`
+    # then `_POLICY = ...` (a local alias of the global), `if k in _LOADED: return` then
+    # `_LOADED.add(k)` and what follows it, `cached = _CONFIGS.get(key)` then
+    # `_CONFIGS.setdefault(key, ...)`, and RULES' own warn-once set `if k not in _WARNED:
+    # _WARNED.add(k)`: caches filled at warm-up, not captured work. A guard whose block
+    # never fills what it tests (`count_call`, line 55) is no cache: TRC203.
+    assert finding_set(PROJECTS / "launch_caches") == {("launch.py", 55, "TRC203")}
+
