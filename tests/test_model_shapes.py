@@ -73,3 +73,11 @@ def test_launch_caches_filled_on_first_use_in_their_mirror_forms():
     # never fills what it tests (`count_call`, line 55) is no cache: TRC203.
     assert finding_set(PROJECTS / "launch_caches") == {("launch.py", 55, "TRC203")}
 
+
+def test_buffers_swapped_in_from_a_dataclass_field_annotated_as_a_tensor():
+    # `self.input_ids` holds `torch.zeros(..., device=...)` or `state.input_ids`, a field
+    # that `BucketState`'s body annotates `torch.Tensor` and no method assigns (xinference's
+    # breeze_tts depth decoder graph): a device tensor either way, so `self.input_ids[:, 0]
+    # = 0` in the captured loop is device work that each replay repeats (lines 33-34). The
+    # host step count (an `int` field, line 36) still changes at capture only: TRC203.
+    assert finding_set(PROJECTS / "bucket_buffers") == {("depth_graph.py", 36, "TRC203")}
