@@ -81,3 +81,13 @@ def test_buffers_swapped_in_from_a_dataclass_field_annotated_as_a_tensor():
     # = 0` in the captured loop is device work that each replay repeats (lines 33-34). The
     # host step count (an `int` field, line 36) still changes at capture only: TRC203.
     assert finding_set(PROJECTS / "bucket_buffers") == {("depth_graph.py", 36, "TRC203")}
+
+
+def test_a_class_helper_that_runs_its_callable_eagerly_until_warm():
+    # `DepthGraphCache(self._depth_decode)` (vllm-omni's minimax talker): `run` returns
+    # `self._run_eager(*inputs)` until a pair count has run `warmup_steps` times, and only
+    # then calls `_capture`, whose region runs it: the eager branch of "first calls eager,
+    # later captured" is the warm-up, though it sits in the caller of the capturing method.
+    # `EagerOrGraph` has an `eager` method too, but its `run` records on the first call
+    # without it: TRC404 at that construction site (talker.py:11).
+    assert finding_set(PROJECTS / "warm_until_ready") == {("talker.py", 11, "TRC404")}
