@@ -885,8 +885,23 @@ class MissingWarmUp(Rule):
         return False
 
     def _class_helper_warms_itself(self, helper) -> bool:
-        """A method of the class helper calls the stored callable outside its regions."""
-        for method in helper.capturing_methods:
+        """A method of the class helper that captures, or calls a method that does, calls the
+        stored callable outside its regions: before the capture, or on the eager path of
+        "run eagerly until warm, then capture" (`if not ready: return self._fn(x)` beside
+        `self._capture(x)`)."""
+        capturing = {id(m) for m in helper.capturing_methods}
+        methods = list(helper.capturing_methods) + [
+            method for method in helper.cls.methods.values()
+            if id(method) not in capturing and method.params and any(
+                type(node) is cst.Call
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == method.params[0]
+                and any(id(t.function) in capturing for t in self.facts.targets(node, method))
+                for node in method.nodes
+            )
+        ]
+        for method in methods:
             receiver = method.params[0]
             regions = self.facts.regions_in(method)
             for node in method.nodes:
