@@ -131,7 +131,27 @@ class Edits:
         self.path.write_bytes(self.original)
 
 
-def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: Path, title: str, floor: bool = False) -> dict:
+def floor_rows(table: "Table", root: Path, repeat: int, work: Path, edit_file: Path) -> dict:
+    """The lower bounds of `floors.py`, as rows of the tree's table."""
+    recorded = work / "floors.json"
+    script = str(HERE / "floors.py")
+    subprocess.run([sys.executable, script, "record", str(recorded), str(root)], cwd=root, check=True, stdout=subprocess.DEVNULL)
+    floors = {}
+    for stage, name in (
+        ("start", "floor: the interpreter starts"),
+        ("inputs", "floor: start, discover, read, hash every file (any run)"),
+        ("imports", "floor: import what an analysing run imports"),
+        ("cold", "floor: both + outline and parse what a cold run parses"),
+    ):
+        floors[stage] = table.row(name, timed([sys.executable, script, stage, str(recorded)], repeat, root)[0])
+    floors["edit"] = table.row(
+        f"floor: both + parse only {edit_file.relative_to(root)} (an edit)",
+        timed([sys.executable, script, "edit", str(recorded), str(edit_file)], repeat, root)[0],
+    )
+    return floors
+
+
+def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: Path, title: str, floor: bool = False, floors: bool = True) -> dict:
     """The rows for one tree; returns the ratios by name."""
     trace_lint = _tool("trace-lint")
     ruff = _tool("ruff")
@@ -172,6 +192,7 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
     ratios["one file cached"] = table.row("trace-lint check ONE FILE (after a whole run)", one_cached, one_cached_peak)
     if floor:
         table.row("libcst parse_module of every file (floor)", bare_parse(root, repeat))
+    lower = floor_rows(table, root, repeat, work, edit_file) if floors else {}
     print(
         f"\ncold {ratios['cold']:.2f}x ruff (target <= 4x); warm {ratios['warm']:.2f}x (<= 1x); "
         f"after an edit {ratios['edit']:.2f}x (<= 1x), of a file no capture reads {ratios.get('edit unread', float('nan')):.2f}x; "
@@ -179,6 +200,12 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
         f"{one / ruff_one:.1f}x ruff on that file; "
         f"default jobs / -j1 {cold / one_job:.2f} (<= 1); peak {cold_peak} MB (<= 300)"
     )
+    if lower:
+        print(
+            f"lower bounds: cold {lower['cold']:.2f}x ruff, any run (warm, one file after a whole run) "
+            f"{lower['inputs']:.2f}x, an edit that must be analysed {lower['edit']:.2f}x, "
+            f"importing the analysis alone {lower['imports']:.2f}x"
+        )
     return ratios
 
 
@@ -394,6 +421,15 @@ def a_candidate(root: Path, preferred: str) -> Path:
     return next(iter(sorted(root.rglob("*.py"))))
 
 
+def _compile_installed_package() -> None:
+    """Bytecode for the trace-lint that `trace-lint` runs (an editable install has none yet)."""
+    probe = "import pathlib, trace_lint; print(pathlib.Path(trace_lint.__file__).parent)"
+    tool_python = Path(_tool("trace-lint")).parent / "python"
+    python = str(tool_python) if tool_python.exists() else sys.executable
+    package = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", package], check=False, stdout=subprocess.DEVNULL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", nargs="?", type=Path)
@@ -402,9 +438,15 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=90, help="model folders in the TT-NN-shaped tree (0: skip)")
     parser.add_argument("--dense-captures", type=int, default=4546, help="captures in that tree's one big test file")
     parser.add_argument("--no-lsp", action="store_true", help="skip the language server measurement")
+    parser.add_argument("--no-floors", action="store_true", help="skip the lower bounds (floors.py)")
     parser.add_argument("--only-lsp", action="store_true", help="only the language server rows (on the TT-NN-shaped tree)")
     parser.add_argument("--lsp-timeout", type=float, default=300.0)
     args = parser.parse_args()
+    # Measure as an installed package runs: from bytecode (pip compiles it at install; an
+    # environment that forbids writing it would charge every run for compiling trace_lint).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    _compile_installed_package()
     sys.path.insert(0, str(HERE))
     import gen_model_repo
     from gen_tree import generate
@@ -421,11 +463,11 @@ def main() -> None:
             tree = as_git_checkout(copy_python_files(torch_tree(), work / "torch"))
             title = "torch (a copy of the installed package's .py files)"
         edit = a_candidate(tree, "cuda/graphs.py")
-        bench_tree(tree, args.repeat, work / "a", edit, edit, title)
+        bench_tree(tree, args.repeat, work / "a", edit, edit, title, floors=not args.no_floors)
         if args.models:
             repo = as_git_checkout(gen_model_repo.generate(work / "repo", args.models, args.dense_captures))
             model_file = gen_model_repo.lsp_file(repo)
-            bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository")
+            bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository", floors=not args.no_floors)
             dense_file = repo / gen_model_repo.DENSE_FILE
             captures = Table(f"{dense_file.relative_to(repo)} alone ({dense_file.read_text().count(chr(10))} lines, {args.dense_captures} captures)", timed([_tool("ruff"), "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(dense_file)], args.repeat, repo)[0])
             captures.row("ruff check --no-cache --select E9,F", captures.ruff)

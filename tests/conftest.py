@@ -16,6 +16,12 @@ from trace_lint.core.config import Settings
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _default_cache_folder(monkeypatch):
+    """Tests place the cache themselves: a developer's TRACE_LINT_CACHE_DIR never leaks in."""
+    monkeypatch.delenv("TRACE_LINT_CACHE_DIR", raising=False)
+
+
 def findings_for(source: str, tmp_path: Path, select=("ALL",), name: str = "example.py", **settings):
     """Run the real engine on one in-memory file and return its findings."""
     path = tmp_path / name

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -290,3 +292,34 @@ def test_tool_fingerprint_changes_when_trace_lint_itself_is_edited():
         os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
         cache_module._TOOL_FINGERPRINT.clear()
     assert cache_module.tool_fingerprint() == first
+
+
+def test_the_floors_replay_what_a_cold_run_parsed(tmp_path):
+    """bench/floors.py's lower bounds redo the run's own parses: the chunks it records are
+    the capture file's, and every stage runs on them."""
+    root = tmp_path / "examples"
+    shutil.copytree(Path(__file__).parent.parent / "examples", root)
+    script = Path(__file__).parent.parent / "bench" / "floors.py"
+    recorded = tmp_path / "floors.json"
+    subprocess.run([sys.executable, str(script), "record", str(recorded), str(root)], cwd=root, check=True, capture_output=True)
+    data = json.loads(recorded.read_text())
+    parsed = {chunk[0] for chunk in data["chunks"]}
+    assert any(path.endswith("generator.py") or "tinydecoder" in path for path in parsed), parsed
+    assert "libcst" in data["modules"] and any(name.startswith("trace_lint.rules") for name in data["modules"])
+    assert any(chunk[3] for chunk in data["chunks"])  # the region's function was positioned
+    for stage in ("start", "imports", "inputs", "cold"):
+        subprocess.run([sys.executable, str(script), stage, str(recorded)], cwd=root, check=True, capture_output=True)
+    edited = root / sorted(parsed)[0]
+    subprocess.run([sys.executable, str(script), "edit", str(recorded), str(edited)], cwd=root, check=True, capture_output=True)
+
+
+def test_the_cache_dir_variable_wins_over_the_config(tmp_path):
+    tree = generate(tmp_path / "tree", 2)
+    (tree / "pyproject.toml").write_text('[tool.trace-lint]\ncache-dir = "elsewhere"\n')
+    command = [sys.executable, "-m", "trace_lint", "check", str(tree), "--output-format", "json"]
+    environment = {**os.environ, "TRACE_LINT_CACHE_DIR": "ci-cache"}  # relative to the current folder
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment)
+    second = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment)
+    assert list((tmp_path / "ci-cache").glob("results-*.json"))
+    assert not (tree / "elsewhere").exists() and not (tree / ".trace-lint-cache").exists()
+    assert first.returncode == second.returncode == 1 and json.loads(first.stdout) == json.loads(second.stdout)

@@ -50,7 +50,8 @@ class Reach:
 
 def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> bool:
     """`if X is None` / `if not X` / `if K not in C` (also as the first operand of an `or`:
-    `if X is None or X.shape != s`) whose body assigns X or C[K], where X is state that
+    `if X is None or X.shape != s`) whose body assigns X or C[K] (or fills it: `C.add(K)`,
+    `C.setdefault(K, v)`), where X is state that
     outlives the call: an attribute (`self.w`, `getattr(self, "w", None)`), a global, or an
     element of a container that is not a local (a local is made anew on every call, so its
     test runs at capture too)."""
@@ -66,10 +67,7 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
         key = test.expression
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.NotIn):
         container = test.comparisons[0].comparator
-        entry = module.normalized(test.left)
-        if isinstance(test.left, cst.Tuple) and entry.startswith("(") and entry.endswith(")"):
-            entry = entry[1:-1]  # `(a, b) not in c` fills `c[a, b]`
-        wanted = f"{_state_key(container, module)}[{entry}]"
+        wanted = _entry_key(container, test.left, module)
     aliased: set[str] = set()
     if key is not None:
         wanted = _state_key(key, module)
@@ -87,16 +85,45 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     if wanted is None:
         return False
     for statement in _small_statements(node.body):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(statement, cst.Assign):
-            targets = [t.target for t in statement.targets]
-        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
-            targets = [statement.target]
-        for target in targets:
-            found = _state_key(target, module)
+        for found in _filled_state(statement, module):
             if (found == wanted and not aliased) or found in aliased:
                 return True
     return False
+
+
+def _entry_key(container: cst.BaseExpression, key: cst.BaseExpression, module: ModuleInfo) -> str:
+    """The state key of the entry `container[key]`; `(a, b)` names the entry `c[a, b]`."""
+    entry = module.normalized(key)
+    if isinstance(key, cst.Tuple) and entry.startswith("(") and entry.endswith(")"):
+        entry = entry[1:-1]
+    return f"{_state_key(container, module)}[{entry}]"
+
+
+def _filled_state(statement: cst.BaseSmallStatement, module: ModuleInfo) -> list[str]:
+    """The state keys one statement fills: its assignment targets, and the entry `C[K]` of
+    `C.setdefault(K, v)` or `C.add(K)` (a warn-once set), called alone or assigned."""
+    targets: list[cst.BaseExpression] = []
+    value: Optional[cst.BaseExpression] = None
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+        value = statement.value
+    elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        targets = [statement.target]
+        value = statement.value
+    elif isinstance(statement, cst.Expr):
+        value = statement.value
+    found = [_state_key(target, module) for target in targets]
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("setdefault", "add")
+        and value.args
+        and value.args[0].keyword is None
+        and not value.args[0].star
+        and _getattr_target(value) is None
+    ):
+        found.append(_entry_key(value.func.value, value.args[0].value, module))
+    return found
 
 
 def _compared_to_none(test: cst.BaseExpression, operator: type) -> Optional[cst.BaseExpression]:
@@ -114,28 +141,37 @@ def _compared_to_none(test: cst.BaseExpression, operator: type) -> Optional[cst.
 
 def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[FunctionInfo] = None) -> list[cst.CSTNode]:
     """The statements after `if X is not None: return X` / `if X: return` (X state that
-    outlives the call) in the same block, when one of them assigns X: the rest of the block
-    fills the cache on first use, the mirror of `if X is None: X = ...` (empty otherwise)."""
+    outlives the call, or a local read from it) or `if K in C: return` in the same block, when
+    one of them assigns X or fills C[K]: the rest of the block fills the cache on first use,
+    the mirror of `if X is None: X = ...` (empty otherwise)."""
     if node.orelse is not None or not always_leaves(node.body):
         return []
     test = _compared_to_none(node.test, cst.IsNot) or node.test
-    if not isinstance(test, (cst.Name, cst.Attribute, cst.Call)) or (isinstance(test, cst.Call) and _getattr_target(test) is None):
+    wanted: set[str] = set()
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.In):
+        # `if k in loaded: return` then `loaded.add(k)`: the mirror of `if k not in loaded:`.
+        container = test.comparisons[0].comparator
+        if _outlives_the_call(container, function) or _aliased_state(container, node, module, function):
+            wanted = {_entry_key(container, test.left, module)}
+    elif not isinstance(test, (cst.Name, cst.Attribute, cst.Call)) or (isinstance(test, cst.Call) and _getattr_target(test) is None):
         return []
-    if not _outlives_the_call(test, function):
+    elif _outlives_the_call(test, function):
+        wanted = {_state_key(test, module)}
+    else:
+        # `cached = _POLICY` (or `cached = _CONFIGS.get(k)`) then `if cached is not None:
+        # return cached`: the local is an alias of the state it was read from.
+        wanted = _aliased_state(test, node, module, function)
+    if not wanted:
         return []
-    wanted = _state_key(test, module)
     siblings = list(getattr(module.parents.get(id(node)), "body", ()))
     if node not in siblings:
         return []
     rest = siblings[siblings.index(node) + 1 :]
     for statement in rest:
         for small in _small_statements(statement):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(small, cst.Assign):
-                targets = [t.target for t in small.targets]
-            elif isinstance(small, cst.AnnAssign):
-                targets = [small.target]
-            if any(_state_key(t, module) == wanted for t in targets):
+            if isinstance(small, cst.AugAssign):
+                continue
+            if any(found in wanted for found in _filled_state(small, module)):
                 return rest
     return []
 

@@ -197,6 +197,10 @@ class ProgramFacts:
         """Calling the target does device work (a framework op), here or frames down."""
         return self._engine.effects.reaches_device_work(target)
 
+    def unresolved_user_call(self, call: cst.Call, function: "FunctionInfo") -> bool:
+        """The call does not resolve but runs user code (its effects are unknown)."""
+        return self._engine.effects.unresolved_user_call(call, function)
+
     def reads_value(self, function: "FunctionInfo", parameter: str) -> bool:
         """The function uses the parameter's value, not only its host metadata."""
         return self._engine.effects.reads_value(function, parameter)

@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Optional
 
 DEFAULT_DIR = ".trace-lint-cache"
+# Over the config, as RUFF_CACHE_DIR is (CI caches, read-only checkouts); relative to the
+# current folder.
+CACHE_DIR_VARIABLE = "TRACE_LINT_CACHE_DIR"
 
 
 def cache_folder(settings) -> Path:
-    """`cache-dir` from the config (relative to the config's folder), or `.trace-lint-cache` there."""
+    """`$TRACE_LINT_CACHE_DIR`, else `cache-dir` from the config (relative to the config's
+    folder), else `.trace-lint-cache` there."""
+    override = os.environ.get(CACHE_DIR_VARIABLE)
+    if override:
+        return Path(override).absolute()
     folder = Path(settings.cache_dir) if settings.cache_dir else Path(DEFAULT_DIR)
     return folder if folder.is_absolute() else Path(settings.root) / folder
 

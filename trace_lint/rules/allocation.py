@@ -458,10 +458,11 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
 
 
 def _reaches_unknown_work(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
-    """A call of project code whose work, any frames down, runs user code that does not
-    resolve (its work holds a callee path, not only functions that launch programs)."""
+    """A call that runs user code that does not resolve, itself (`self.infra.run()` on an
+    object from an unannotated factory) or any frames down (its work holds a callee path,
+    not only functions that launch programs)."""
     if not facts.targets(call, region.function):
-        return False
+        return facts.unresolved_user_call(call, region.function)
     return any(not path.startswith("fn:") for path in facts.call_work(call, region.function))
 
 

@@ -144,9 +144,13 @@ class CaptureLeftOpen(Rule):
             return  # ended in another function, or a `with` block, which always closes
         module = region.module
         ends = [n for n in region.function.nodes if type(n) is cst.Call and (n is region.end or self.facts.ends_capture(n, region))]
+        # A loop over the trace ids ends every capture; its header belongs to the ends.
+        loops = _loops_over_the_trace_ids(region, ends)
+        ends += loops
+        loop_ids = {id(loop) for loop in loops}
         guards = capture_condition(region)  # judged on the capturing path
         for node in region.function.nodes:
-            if not isinstance(node, _MAY_RAISE_HOLDERS):
+            if not isinstance(node, _MAY_RAISE_HOLDERS) or id(node) in loop_ids:
                 continue
             at = module.positions.get(node)
             if at is None or not (region.start <= (at.start.line, at.start.column) < region.stop):
@@ -166,6 +170,39 @@ class CaptureLeftOpen(Rule):
             return capture_left_open_fix(self, region)
         except (KeyError, ValueError, IndexError):
             return None  # a node without a position (code built by the analysis): no fix, the finding stands
+
+
+def _loops_over_the_trace_ids(region: Region, ends: list[cst.Call]) -> list[cst.CSTNode]:
+    """The `for` loops whose body ends a capture per trace id that a multi-device begin
+    collected (`ids = tuple(begin(d) for d in devices)` ... `for d, tid in zip(devices,
+    ids): end(d, tid)`, the end a statement of the loop's own body): such a loop runs the end
+    once per capture the begins opened, so reaching the loop is reaching the ends (its
+    no-turn exit leaves nothing open)."""
+    statement = region.begin_statement
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+        return []
+    if statement.value is region.begin:
+        return []  # one begin, one id: no collection of them
+    name = statement.targets[0].target.value
+    parents = region.module.parents
+    loops: list[cst.CSTNode] = []
+    for end in ends:
+        line = parents.get(id(parents.get(id(end))))  # end(...) or x = end(...), then its line
+        block = parents.get(id(line)) if isinstance(line, cst.SimpleStatementLine) else None
+        loop = parents.get(id(block)) if isinstance(block, cst.IndentedBlock) else None
+        if isinstance(loop, cst.For) and _iterates_over(loop.iter, name) and all(loop is not seen for seen in loops):
+            loops.append(loop)
+    return loops
+
+
+def _iterates_over(iterable: cst.BaseExpression, name: str) -> bool:
+    """The loop takes every element of `name`: the name itself, or one of the arguments of
+    `zip`/`enumerate` (`zip(devices, ids)`)."""
+    if isinstance(iterable, cst.Name):
+        return iterable.value == name
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("zip", "enumerate"):
+        return any(isinstance(a.value, cst.Name) and a.value.value == name and a.keyword is None and not a.star for a in iterable.args)
+    return False
 
 
 # -- TRC401's fix: the region wrapped in `try:` / `finally: <end>` ------------------------
@@ -849,8 +886,23 @@ class MissingWarmUp(Rule):
         return False
 
     def _class_helper_warms_itself(self, helper) -> bool:
-        """A method of the class helper calls the stored callable outside its regions."""
-        for method in helper.capturing_methods:
+        """A method of the class helper that captures, or calls a method that does, calls the
+        stored callable outside its regions: before the capture, or on the eager path of
+        "run eagerly until warm, then capture" (`if not ready: return self._fn(x)` beside
+        `self._capture(x)`)."""
+        capturing = {id(m) for m in helper.capturing_methods}
+        methods = list(helper.capturing_methods) + [
+            method for method in helper.cls.methods.values()
+            if id(method) not in capturing and receiver_parameter(method) is not None and any(
+                type(node) is cst.Call
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == receiver_parameter(method)
+                and any(id(t.function) in capturing for t in self.facts.targets(node, method))
+                for node in method.nodes
+            )
+        ]
+        for method in methods:
             receiver = receiver_parameter(method)
             regions = self.facts.regions_in(method)
             for node in method.nodes:

@@ -182,6 +182,34 @@ class Effects:
             return not self.made_outside(function, first.attr.value)
         return isinstance(func, cst.Subscript)
 
+    def unresolved_user_call(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """A call that does not resolve but runs user code, whose effects are unknown: an
+        unseen user callable, or a method of a local that every reaching binding fills with
+        what a project function returned (an object from a factory without a return
+        annotation: `infra = create_infra(d)` ... `infra.run()`, its class unknown)."""
+        if self.resolver.resolve_all(call, function):
+            return False
+        if self.unseen_user_callable(call, function):
+            return True
+        root: cst.BaseExpression = call.func
+        if not isinstance(root, cst.Attribute):
+            return False
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        bindings = function.bindings.reaching(root.value, call)
+        return bool(bindings) and all(
+            b.kind == "assign" and isinstance(b.value, cst.Call) and _calls_a_factory(self.resolver.resolve_all(b.value, function))
+            for b in bindings
+        )
+
+
+def _calls_a_factory(targets: list[Target]) -> bool:
+    """The call runs project functions, none of them a constructor (whose instance's class,
+    and so its methods, would be known)."""
+    return bool(targets) and all(t.function.name != "__init__" for t in targets)
+
 
 def _module_of(project, dotted: str) -> bool:
     """Whether a dotted name is in a module of the project (`pkg.mod.f`, `pkg.mod`)."""

@@ -131,7 +131,7 @@ class TorchFacts:
         if isinstance(expr, cst.Name):
             return self._name_kind(expr)
         if isinstance(expr, cst.Attribute):
-            return attribute_kind(self.function, expr, self._stored_kind, "torch", self.classes)
+            return attribute_kind(self.function, expr, self._stored_kind, "torch", self.classes, self._declared_kind)
         if isinstance(expr, (cst.Subscript,)):
             return self._kind_of(expr.value)
         if isinstance(expr, cst.BinaryOperation):
@@ -219,13 +219,20 @@ class TorchFacts:
         annotation = getattr(param, "annotation", None)
         if annotation is None:
             return False
-        expr = annotation.annotation
+        return self._names_tensor_type(annotation.annotation, self.module, self.function)
+
+    def _names_tensor_type(self, expr: cst.BaseExpression, module, scope: Optional[FunctionInfo]) -> bool:
         if isinstance(expr, cst.SimpleString):
             try:
                 expr = cst.parse_expression(expr.evaluated_value)
             except Exception:
                 return False
-        return self.qualified(expr) in tables().torch.tensor_types
+        return self.project.qualified_name(expr, module, scope) in tables().torch.tensor_types
+
+    def _declared_kind(self, cls, annotation: cst.BaseExpression) -> Optional[str]:
+        """A class-body field annotated as a tensor (`ids: torch.Tensor` of a dataclass): as
+        a parameter annotated so, device work's input in captured code."""
+        return "cuda" if self._names_tensor_type(annotation, cls.module, None) else None
 
     def _name_kind(self, name: cst.Name) -> Optional[str]:
         """The kind every binding of a local name that can reach this read agrees on (from
