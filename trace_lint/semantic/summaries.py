@@ -243,13 +243,13 @@ class Summaries:
         root = root_of(path)
         if root not in callee.params:
             return None
-        receiver, arguments = self.resolver.arguments(call, caller, callee)
-        if root == receiver:
-            func = call.func
-            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-            if callee.name == "__init__" and called != "__init__":
+        bound = self.resolver.bind_arguments(call, caller, callee)
+        arguments = bound.by_parameter
+        if root == bound.receiver:
+            if bound.constructs:
                 return None  # a construction: the receiver is the new instance
-            if isinstance(func, cst.Attribute) and called == callee.name:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == callee.name:
                 base = path_of(func.value, caller)  # `obj.method(...)`
             else:
                 base = path_of(func, caller)  # an instance called: `model(x)`, `self.block(x)`
