@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..core.config import Settings
 from ..semantic.calls import CallResolver
+from ..semantic.bindings import assignment_targets
 from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
@@ -87,11 +88,7 @@ def is_first_use_cache(node: cst.If, module: ModuleInfo, function: Optional[Func
     if wanted is None:
         return False
     for statement in _small_statements(node.body):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(statement, cst.Assign):
-            targets = [t.target for t in statement.targets]
-        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
-            targets = [statement.target]
+        targets = assignment_targets(statement) if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)) else []
         for target in targets:
             found = _state_key(target, module)
             if (found == wanted and not aliased) or found in aliased:
@@ -130,11 +127,7 @@ def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[Func
     rest = siblings[siblings.index(node) + 1 :]
     for statement in rest:
         for small in _small_statements(statement):
-            targets: list[cst.BaseExpression] = []
-            if isinstance(small, cst.Assign):
-                targets = [t.target for t in small.targets]
-            elif isinstance(small, cst.AnnAssign):
-                targets = [small.target]
+            targets = assignment_targets(small) if isinstance(small, (cst.Assign, cst.AnnAssign)) else []
             if any(_state_key(t, module) == wanted for t in targets):
                 return rest
     return []

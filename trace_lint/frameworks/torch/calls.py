@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from ...semantic.nodes import call_arguments, iter_body_nodes
+from ...semantic.bindings import assignment_targets
 from ..effects import CallEffect, Effect, Unit
 from . import CUDA_GRAPH_KINDS
 
@@ -105,10 +106,10 @@ def is_stream_or_event(api, unit: Unit, receiver: cst.BaseExpression) -> bool:
     if isinstance(receiver, cst.Name) and receiver.value not in function.params:
         values = []
         for node in iter_body_nodes(function):
-            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == receiver.value for t in node.targets):
+            if isinstance(node, cst.Assign) and any(isinstance(t, cst.Name) and t.value == receiver.value for t in assignment_targets(node)):
                 values.append(node.value)
             elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)):
-                target = getattr(node, "target", None) or getattr(node, "name", None)
+                target = assignment_targets(node)[0]
                 if isinstance(target, cst.Name) and target.value == receiver.value:
                     values.append(None)
         return bool(values) and all(_constructs_stream_or_event(api, unit, v) for v in values)
@@ -223,11 +224,11 @@ def _local_values(function, name: str) -> list[Optional[cst.BaseExpression]]:
     values: list[Optional[cst.BaseExpression]] = []
     for node in iter_body_nodes(function):
         if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value == name:
+            for target in assignment_targets(node):
+                if isinstance(target, cst.Name) and target.value == name:
                     values.append(node.value)
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-            target = node.target
+            target = assignment_targets(node)[0]
             if isinstance(target, cst.Name) and target.value == name:
                 values.append(getattr(node, "value", None) if isinstance(node, (cst.AnnAssign, cst.NamedExpr)) else None)
     return values
