@@ -34,7 +34,7 @@ class FunctionScope(Protocol):
     cfg: ControlFlowGraph
 
 
-@dataclass(eq=False, frozen=True)
+@dataclass(eq=False, slots=True)  # compared and hashed by identity; slots: made for every binding of a run
 class Binding:
     """One place that binds a name."""
 

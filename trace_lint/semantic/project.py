@@ -1189,7 +1189,8 @@ class Project:
             bindings = scope.bindings
             if name in bindings.declared_global:
                 break
-            if bindings.binds(name):
+            # Read at `expr`: a comprehension or lambda around it may bind the name itself.
+            if bindings.binds(name, expr if scope is function else None):
                 return _meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins)
             scope = scope.parent
         if module.has_outline:
