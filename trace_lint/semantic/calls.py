@@ -15,6 +15,7 @@ from ..core.api_tables import tables
 from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from ..frontend.syntax_walk import children
+from .bindings import assignment_targets, target_path
 
 @dataclass(frozen=True)
 class Target:
@@ -209,7 +210,8 @@ class CallResolver:
         loop = binding.node
         if not isinstance(loop, cst.For):
             return []
-        path = _target_path(loop.target, binding.name)
+        (target,) = assignment_targets(loop)
+        path = target_path(target, binding.name)
         if path is None:
             return []
         return self._element_part(loop.iter, path, function, self_class, depth)
@@ -244,24 +246,14 @@ class CallResolver:
 
     def _comprehension_target(self, expr: cst.Name, function: FunctionInfo) -> Optional[tuple[cst.CompFor, tuple[int, ...]]]:
         """The `for` clause of an enclosing comprehension that binds the name
-        (`[expert(x) for expert in self.experts]`), with the name's place in its target."""
-        parents = function.module.parents
-        current = parents.get(id(expr))
-        while current is not None and current is not function.node:
-            if isinstance(current, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-                clause: Optional[cst.CompFor] = current.for_in
-                found = None
-                while clause is not None:
-                    path = _target_path(clause.target, expr.value)
-                    if path is not None:
-                        found = (clause, path)  # the innermost clause binding it wins
-                    clause = clause.inner_for_in
-                if found is not None:
-                    return found
-            if isinstance(current, (cst.Lambda, cst.FunctionDef)):
-                return None
-            current = parents.get(id(current))
-        return None
+        (`[expert(x) for expert in self.experts]`, the binder's comprehension scope), with the
+        name's place in its target."""
+        own = function.bindings.own_scope(expr.value, expr)
+        if own is None or own.kind != "comprehension":
+            return None
+        (target,) = assignment_targets(own.node)
+        path = target_path(target, expr.value)
+        return (own.node, path) if path is not None else None
 
     def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
         """Classes of a local name, or of a closure's name in the function that binds it."""
@@ -586,21 +578,6 @@ def callee_name(call: cst.Call) -> Optional[str]:
 
 # Builtins whose elements are those of their one argument, in some order.
 _ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
-
-
-def _target_path(target: cst.BaseExpression, name: str) -> Optional[tuple[int, ...]]:
-    """Where a name sits in an unpacking target (`(1,)` for `layer` in `i, layer`); None when
-    it is absent or behind a starred element (its position is not fixed)."""
-    if isinstance(target, cst.Name):
-        return () if target.value == name else None
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for index, element in enumerate(target.elements):
-            if isinstance(element, cst.StarredElement):
-                return None
-            found = _target_path(element.value, name)
-            if found is not None:
-                return (index, *found)
-    return None
 
 
 def _unique(targets: list[Target]) -> list[Target]:
