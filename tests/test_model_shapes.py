@@ -61,3 +61,21 @@ def test_model_from_an_unannotated_factory_and_an_element_of_its_result():
         ("infra.py", 24, "TRC203"),
         ("runner.py", 61, "TRC301"),
     }
+
+
+def test_a_model_handed_to_a_constructor_is_reached_through_every_construction():
+    # Each generator stores an unannotated `model` parameter (generator.py); what it holds is
+    # what every construction in the project passes (demo.py). `Generator(Transformer())`:
+    # its captured decode reaches `Transformer.ttnn_decode_forward`'s host read (models.py:7).
+    # `DataParallelGenerator` gets a list of `ShardTransformer`s and indexes it in the
+    # capture: `.item()` (models.py:14). `PerformantRunner(Encoder())` hands the model on
+    # through `super().__init__` and `RunnerInfra(model, device)` to the infra object whose
+    # `run` calls it: `ttnn.from_device` (models.py:26). One construction of
+    # `OpenGenerator` passes `load_decoder(path)` (no return annotation): its model's class
+    # is unknown, though the other passes a `Decoder`, so `Decoder.forward`'s read
+    # (models.py:20) is not reported.
+    assert finding_set(PROJECTS / "constructor_model") == {
+        ("models.py", 7, "TRC102"),
+        ("models.py", 14, "TRC102"),
+        ("models.py", 26, "TRC102"),
+    }
