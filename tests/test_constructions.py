@@ -69,6 +69,14 @@ def test_a_construction_at_module_level_or_from_star_args_is_unknown(tmp_path):
     assert decode_targets(tmp_path / "spread", known + "\n\ndef spread(args):\n    return Generator(*args)\n") == set()
 
 
+def test_a_construction_with_the_class_imported_in_the_function(tmp_path):
+    known = IMPORTS + "\n\ndef one():\n    return Generator(Transformer())\n"
+    local = "\n\ndef two(path):\n    from generator import Generator\n    from models import Decoder\n\n    return Generator(Decoder())\n"
+    assert decode_targets(tmp_path, known + local) == {"models.Transformer.forward", "models.Decoder.forward"}
+    unknown = local.replace("Generator(Decoder())", "Generator(load(path))")
+    assert decode_targets(tmp_path / "unknown", known + unknown) == set()
+
+
 def test_the_class_named_other_than_as_a_call_is_unknown(tmp_path):
     known = IMPORTS + "\n\ndef one():\n    return Generator(Transformer())\n"
     # A class test, an annotation or an attribute of the class makes no instance unseen.

@@ -167,7 +167,10 @@ class ConstructionArguments:
                 if caller is None:
                     if resolver.class_of(call.func, module, None) in constructed:
                         return None  # a module-level construction: its argument is not told here
-                elif any(t.function is init for t in resolver.resolve_all(call, caller)):
+                elif any(t.function is init for t in resolver.resolve_all(call, caller)) or any(
+                    c in constructed for c in resolver.classes_of(call.func, module, caller)
+                ):
+                    # (The second: a class imported inside the function, `from .g import Generator`.)
                     calls.append((call, caller))
         # `super().__init__(...)` and `Base.__init__(self, ...)` in the subclasses.
         for cls in self._subclasses(owner):
