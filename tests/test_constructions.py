@@ -179,3 +179,32 @@ def test_a_cycle_of_constructions_is_unknown_whichever_is_asked_first(tmp_path):
         assert targets(project, "outside.py", "C.run", "self.model.forward(x)") == {"models.Transformer.forward"}
         assert targets(project, "cycle.py", f"{first}.run", "self.model.forward(x)") == set()
         assert targets(project, "cycle.py", f"{second}.run", "self.model.forward(x)") == set()
+
+
+RUNNER = """
+    class Runner:
+        def __init__(self):
+            self.model = None
+
+        def attach(self, model):
+            self.model = model
+
+        def decode(self, x):
+            return self.model.forward(x)
+"""
+
+
+def attach_targets(tmp_path, demo: str) -> set[str]:
+    project = make_project(tmp_path, {"runner.py": RUNNER, "models.py": MODELS, "demo.py": demo})
+    return targets(project, "runner.py", "Runner.decode", "self.model.forward(x)")
+
+
+def test_a_method_storing_its_parameter_from_every_call_of_it(tmp_path):
+    demo = "from runner import Runner\nfrom models import Transformer, load\n\n\ndef one():\n    runner = Runner()\n    runner.attach(Transformer())\n    return runner\n"
+    assert attach_targets(tmp_path, demo) == {"models.Transformer.forward"}
+    # A call of the name on a receiver of unknown class may be this method's.
+    unknown_receiver = demo + "\n\ndef two(something):\n    something.attach(load('p'))\n"
+    assert attach_targets(tmp_path / "receiver", unknown_receiver) == set()
+    # The bound method passed on: calls through it are not found.
+    passed_on = demo + "\n\ndef three(register):\n    runner = Runner()\n    register(runner.attach)\n"
+    assert attach_targets(tmp_path / "passed", passed_on) == set()

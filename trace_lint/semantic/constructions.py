@@ -1,4 +1,4 @@
-"""What an unannotated constructor parameter holds, from every construction in the project.
+"""What an unannotated constructor (or method) parameter holds, from every call in the project.
 
 `Generator(model, ...)` stores `self.model = model`; the class of `self.model` is the union,
 over every call in the project that runs `Generator.__init__` (constructions of the class and
@@ -9,13 +9,16 @@ searching every file's text (searches the cache records), so it is the same what
 part of the project an analysis is rooted in. It is unknown (empty) when any call passes
 something whose class is unknown, when a construction is at module level or spread from
 `*args`, when the class is named other than as a call (`factory = Generator`: a call
-through the alias cannot be found), or when the class is never constructed.
+through the alias cannot be found), or when the class is never constructed. A plain method
+storing a parameter (`def attach(self, model): self.model = model`) is answered the same way
+from its calls, each spelled with its name: unknown if one of them has a receiver of unknown
+class (it may be this method) or the name is passed on uncalled.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -23,6 +26,10 @@ from .project import ClassInfo, FunctionInfo, ModuleInfo, _container_items
 
 # One argument a call passes: the expression and the function it is written in.
 Argument = tuple[cst.BaseExpression, FunctionInfo]
+
+# Methods the language or a framework calls without spelling their name (`model(x)` runs
+# `forward`).
+_CALLED_UNSPELLED = frozenset({"forward"})
 
 # Calls whose class arguments are no instance made: `isinstance(x, Generator)`.
 _CLASS_TESTS = frozenset({"isinstance", "issubclass", "super", "type"})
@@ -46,9 +53,10 @@ class ConstructionArguments:
         self._constructed_by: dict[int, list[ClassInfo]] = {}
         self._named: dict[int, bool] = {}
         self._subclasses_of: dict[int, list[ClassInfo]] = {}
-        self._spelled_by: dict[str, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+        self._spelled_by: dict[str, _Kept] = {}
         self._naming_by: dict[str, list[ClassInfo]] = {}
-        self._references_by: dict[str, list[tuple[cst.CSTNode, ModuleInfo, Optional[FunctionInfo]]]] = {}
+        # Per name: the references found so far, and the modules not yet read for them.
+        self._references_by: dict[str, tuple[list, Iterator[ModuleInfo]]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def classes(self, function: FunctionInfo, param: cst.Param, elements: bool = False) -> list[ClassInfo]:
@@ -78,12 +86,28 @@ class ConstructionArguments:
         return found
 
     def _union(self, function: FunctionInfo, param: cst.Param, elements: bool) -> list[ClassInfo]:
-        arguments = self.arguments(function, param)
-        if not arguments:
+        if function.name == "__init__":
+            # The class's own constructions first: where one passes something unknown, the
+            # searches for subclasses and other names of the class are not made.
+            if self._classes_passed(function, param, elements, self._own_constructions(function)) is None:
+                return []
+        calls = self.calls(function)
+        out = self._classes_passed(function, param, elements, calls) if calls is not None else None
+        if not out:
             return []
+        if function.name == "__init__" and any(self._named_otherwise(cls) for cls in self._constructed(function)):
+            return []
+        return out
+
+    def _classes_passed(self, function: FunctionInfo, param: cst.Param, elements: bool, calls: Iterable[Optional[tuple[cst.Call, FunctionInfo]]]) -> Optional[list[ClassInfo]]:
+        """The classes the calls pass for the parameter, read one call at a time; None at the
+        first that passes something unknown (None in `calls`: a call that cannot be told)."""
         resolver = self.resolver
         out: list[ClassInfo] = []
-        for value, caller in arguments:
+        for argument in self._arguments(function, param, calls):
+            if argument is None:
+                return None
+            value, caller = argument
             if isinstance(value, cst.Name) and value.value == "None":
                 continue  # no instance: nothing is called on it
             if not elements:
@@ -94,40 +118,39 @@ class ConstructionArguments:
                 for item in _container_items(value):
                     classes = resolver.value_classes(item, caller, None)
                     if not classes:
-                        return []
+                        return None
                     found.extend(c for c in classes if c not in found)
             else:
                 found = resolver.element_classes(value, caller, None)
             if not found:
-                return []
+                return None
             out.extend(c for c in found if c not in out)
-        if out and any(self._named_otherwise(cls) for cls in self._constructed(function)):
-            return []
         return out
 
     # -- arguments -------------------------------------------------------------------------
-    def arguments(self, function: FunctionInfo, param: cst.Param) -> Optional[list[Argument]]:
-        """What each call of the `__init__` passes for the parameter (its default where a
-        call passes none); None when some call's argument cannot be told."""
-        calls = self.calls(function)
-        if calls is None:
-            return None
+    def _arguments(self, function: FunctionInfo, param: cst.Param, calls: Iterable[Optional[tuple[cst.Call, FunctionInfo]]]) -> Iterator[Optional[Argument]]:
+        """What each call passes for the parameter (its default where a call passes none);
+        None for a call whose argument cannot be told."""
         name = param.name.value
-        out: list[Argument] = []
-        for call, caller in calls:
+        for found in calls:
+            if found is None:
+                yield None
+                continue
+            call, caller = found
             _, mapping = self.resolver.arguments(call, caller, function)
             value = mapping.get(name)
             if value is None:
                 if any(a.star for a in call.args) or param.default is None:
-                    return None  # spread from `*args` / `**kwargs`, or not told
+                    yield None  # spread from `*args` / `**kwargs`, or not told
+                    continue
                 value, caller = param.default, function
-            out.append((value, caller))
-        return out
+            yield value, caller
 
     def calls(self, init: FunctionInfo) -> Optional[list[tuple[cst.Call, FunctionInfo]]]:
-        """Every call in the project that runs the `__init__`, with the function it is in;
-        None when one may run it unseen (module-level code, the class named other than as a
-        call) or there is none."""
+        """Every call in the project that runs the `__init__` (or the method), with the
+        function it is in; None when one may run it unseen (module-level code, the class
+        or method named other than as a call, a call of the method's name on a receiver of
+        unknown class) or there is none."""
         key = id(init)
         if key in self._finding:
             if self._lowest_hit:
@@ -140,7 +163,7 @@ class ConstructionArguments:
         self._calls[key] = None
         self._finding[key] = len(self._stack)
         try:
-            found = self._find_calls(init)
+            found = self._find_calls(init) if init.name == "__init__" else self._find_method_calls(init)
         finally:
             del self._finding[key]
         self._calls[key] = found
@@ -156,6 +179,25 @@ class ConstructionArguments:
             found = self._constructed_by[id(init)] = [c for c in family if self.resolver.method(c, "__init__") is init]
         return found
 
+    def _own_constructions(self, init: FunctionInfo) -> Iterator[Optional[tuple[cst.Call, FunctionInfo]]]:
+        """The calls of the class's own name that run its `__init__`, as they are read; None
+        for one at module level."""
+        owner = init.cls
+        assert owner is not None
+        return self._constructions_named(init, owner.name, [owner])
+
+    def _constructions_named(self, init: FunctionInfo, name: str, constructed: list[ClassInfo]) -> Iterator[Optional[tuple[cst.Call, FunctionInfo]]]:
+        resolver = self.resolver
+        for call, caller, module in self._spelled(name):
+            if caller is None:
+                if resolver.class_of(call.func, module, None) in constructed:
+                    yield None  # a module-level construction: its argument is not told here
+            elif any(t.function is init for t in resolver.resolve_all(call, caller)) or any(
+                c in constructed for c in resolver.classes_of(call.func, module, caller)
+            ):
+                # (The second: a class imported inside the function, `from .g import Generator`.)
+                yield call, caller
+
     def _find_calls(self, init: FunctionInfo) -> Optional[list[tuple[cst.Call, FunctionInfo]]]:
         resolver = self.resolver
         owner = init.cls
@@ -163,15 +205,11 @@ class ConstructionArguments:
         constructed = self._constructed(init)
         calls: list[tuple[cst.Call, FunctionInfo]] = []
         for name in sorted({c.name for c in constructed}):
-            for call, caller, module in self._spelled(name):
-                if caller is None:
-                    if resolver.class_of(call.func, module, None) in constructed:
-                        return None  # a module-level construction: its argument is not told here
-                elif any(t.function is init for t in resolver.resolve_all(call, caller)) or any(
-                    c in constructed for c in resolver.classes_of(call.func, module, caller)
-                ):
-                    # (The second: a class imported inside the function, `from .g import Generator`.)
-                    calls.append((call, caller))
+            for found in self._constructions_named(init, name, constructed):
+                if found is None:
+                    return None
+                if found not in calls:
+                    calls.append(found)
         # `super().__init__(...)` and `Base.__init__(self, ...)` in the subclasses.
         for cls in self._subclasses(owner):
             for method in cls.methods.values():
@@ -191,6 +229,23 @@ class ConstructionArguments:
                                 calls.append((node, method))
         return calls or None
 
+    def _find_method_calls(self, method: FunctionInfo) -> Optional[list[tuple[cst.Call, FunctionInfo]]]:
+        """The calls of a method other than `__init__` (`runner.attach(model)`): every call
+        spelled with its name must resolve, and the name is never passed on uncalled."""
+        resolver = self.resolver
+        calls: list[tuple[cst.Call, FunctionInfo]] = []
+        for call, caller, _module in self._spelled(method.name):
+            if caller is None:
+                return None
+            found = resolver.resolve_all(call, caller)
+            if any(t.function is method for t in found):
+                calls.append((call, caller))
+            elif not found:
+                return None  # a receiver of unknown class: it may be this method
+        if next(self._references(method.name), None) is not None:
+            return None  # `hook = runner.attach`: a call through it would not be found
+        return calls or None
+
     def _subclasses(self, cls: ClassInfo) -> list[ClassInfo]:
         """The project's subclasses of `cls`, transitively (each spells its base's name)."""
         cached = self._subclasses_of.get(id(cls))
@@ -208,27 +263,34 @@ class ConstructionArguments:
         return out
 
     # -- the text searches, one per name (classes of one name in many models share them) ----
-    def _spelled(self, name: str) -> list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+    def _spelled(self, name: str) -> "_Kept":
         """Calls spelled `name(...)` or `x.name(...)`, with the function each is in (None:
-        module level)."""
+        module level), read module by module as asked."""
         found = self._spelled_by.get(name)
         if found is None:
-            found = self._spelled_by[name] = []
-            for module in self.resolver.project.modules_calling(name):
-                for call, caller in module.iter_calls(_word_test([name])):
-                    func = call.func
-                    if (func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None) == name:
-                        found.append((call, caller, module))
+            found = self._spelled_by[name] = _Kept(self._read_spelled(name))
         return found
+
+    def _read_spelled(self, name: str) -> Iterator[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+        called = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"\s*\(")
+        test = lambda text: called.search(text) is not None  # noqa: E731 (the chunks calling it)
+        for module in self.resolver.project.modules_calling(name):
+            for call, caller in module.iter_calls(test):
+                func = call.func
+                if (func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None) == name:
+                    yield call, caller, module
 
     def _naming(self, name: str) -> list[ClassInfo]:
         """Classes with a base spelled `name` or `x.name`."""
         found = self._naming_by.get(name)
         if found is None:
             found = self._naming_by[name] = []
-            test = _word_test([name])
-            for module in self.resolver.project.modules_mentioning(name.encode()):
-                list(module.iter_functions(test))  # parses the chunks naming it
+            header = _class_header(name)
+            project = self.resolver.project
+            for module in project.modules_mentioning(name.encode()):
+                if header.search(project.raw_bytes(module).decode("utf-8", "replace")) is None:
+                    continue
+                list(module.iter_functions(lambda text: header.search(text) is not None))  # parses the classes naming it
                 for candidate in list(module.classes.values()):
                     if any(base.keyword is None and _spells(base.value, name) for base in candidate.node.bases):
                         found.append(candidate)
@@ -246,25 +308,80 @@ class ConstructionArguments:
             )
         return known
 
-    def _references(self, name: str) -> list[tuple[cst.CSTNode, ModuleInfo, Optional[FunctionInfo]]]:
-        """Where code names `name` other than as a class only (see `_names_a_class_only`)."""
-        found = self._references_by.get(name)
-        if found is None:
-            found = self._references_by[name] = []
-            test = _word_test([name])
-            for module in self.resolver.project.modules_mentioning(name.encode()):
-                scopes: list[tuple[list[cst.CSTNode], Optional[FunctionInfo]]] = [(module.nodes, None)]
-                scopes.extend((f.nodes, f) for f in module.iter_functions(test))
-                for nodes, function in scopes:
-                    for node in nodes:
-                        if isinstance(node, (cst.Name, cst.Attribute)) and _spells(node, name) and not _names_a_class_only(node, module):
-                            found.append((node, module, function))
-        return found
+    def _references(self, name: str) -> Iterator[tuple[cst.CSTNode, ModuleInfo, Optional[FunctionInfo]]]:
+        """Where code names `name` other than as a class only (see `_names_a_class_only`),
+        module by module as asked (the first that is the class settles it); what was found
+        is kept for the next class of the same name."""
+        state = self._references_by.get(name)
+        if state is None:
+            project = self.resolver.project
+            state = self._references_by[name] = ([], iter(project.modules_mentioning(name.encode())))
+        found, modules = state
+        yield from list(found)
+        test = _uncalled_test(name)
+        project = self.resolver.project
+        for module in modules:
+            if not test(project.raw_bytes(module).decode("utf-8", "replace")):
+                continue  # every mention is a call, an attribute's owner or an import
+            scopes: list[tuple[list[cst.CSTNode], Optional[FunctionInfo]]] = [(module.nodes, None)]
+            scopes.extend((f.nodes, f) for f in module.iter_functions(test))
+            here = [
+                (node, module, function)
+                for nodes, function in scopes
+                for node in nodes
+                if isinstance(node, (cst.Name, cst.Attribute)) and _spells(node, name) and not _names_a_class_only(node, module)
+            ]
+            found.extend(here)
+            yield from here
+
+
+class _Kept:
+    """A sequence read from its source only as far as some reader has gone, and kept for the
+    next reader (a search stops at its first unknown call)."""
+
+    def __init__(self, source: Iterator):
+        self._items: list = []
+        self._source = source
+
+    def __iter__(self):
+        index = 0
+        while True:
+            if index == len(self._items):
+                try:
+                    self._items.append(next(self._source))
+                except StopIteration:
+                    return
+            yield self._items[index]
+            index += 1
 
 
 def _spells(expr: cst.BaseExpression, name: str) -> bool:
     """`name` or `x.name`."""
     return (isinstance(expr, cst.Name) and expr.value == name) or (isinstance(expr, cst.Attribute) and expr.attr.value == name)
+
+
+def _class_header(name: str) -> re.Pattern:
+    """A `class X(...):` header whose bases (one level of brackets inside) spell the name as
+    a word: what makes a chunk worth parsing for subclasses (the parse decides)."""
+    word = r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])"
+    return re.compile(r"^[ \t]*class\s+\w+\s*\((?:[^()]|\([^()]*\))*?" + word, re.MULTILINE)
+
+
+def _uncalled_test(name: str):
+    """Whether a text mentions the name as a word other than called (`name(`), as an
+    attribute's owner (`name.`), defined (`class name`) or imported: what makes a chunk worth
+    parsing for other references (the parse decides)."""
+    pattern = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])(?!\s*[(.])")
+
+    def test(text: str) -> bool:
+        for match in pattern.finditer(text):
+            start = text.rfind("\n", 0, match.start()) + 1
+            line = text[start : match.start()].lstrip()
+            if not line.startswith(("from ", "import ")) and not line.endswith("class "):
+                return True
+        return False
+
+    return test
 
 
 def _word_test(names: list[str]):
@@ -274,9 +391,24 @@ def _word_test(names: list[str]):
 
 
 def _answerable(function: FunctionInfo, param: cst.Param) -> bool:
-    """A named parameter of a method `__init__`, not `self` and not `*args` / `**kwargs`."""
-    if function.cls is None or function.name != "__init__" or not isinstance(function.node, cst.FunctionDef):
+    """A named parameter of `__init__` or of a plain method (no other dunder, whose calls are
+    not spelled with its name; no static or class method), not `self`, not `*args` /
+    `**kwargs`."""
+    if function.cls is None or not isinstance(function.node, cst.FunctionDef):
         return False
+    name = function.name
+    if name != "__init__" and (name.startswith("__") and name.endswith("__") or name in _CALLED_UNSPELLED):
+        return False
+    if any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod", "property") for d in function.node.decorators):
+        return False
+    if name != "__init__":
+        if function.node.decorators:
+            return False  # a decorator may call it otherwise
+        # Only a parameter the method stores (`self.model = model`): the searches for a
+        # method's calls are not made for every parameter a method calls something on.
+        stored = [v for m, v in (item for values in function.cls.attribute_values.values() for item in values) if m is function]
+        if not any(isinstance(v, cst.Name) and v.value == param.name.value for v in stored):
+            return False
     parameters = function.node.params
     if param is parameters.star_arg or param is parameters.star_kwarg:
         return False
