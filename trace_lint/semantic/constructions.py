@@ -290,7 +290,9 @@ class ConstructionArguments:
             for module in project.modules_mentioning(name.encode()):
                 if header.search(project.raw_bytes(module).decode("utf-8", "replace")) is None:
                     continue
-                list(module.iter_functions(lambda text: header.search(text) is not None))  # parses the classes naming it
+                # Every chunk naming it is parsed (not only those whose header the text test
+                # finds): the classes read below are then the same whatever was parsed before.
+                list(module.iter_functions(_word_test([name])))
                 for candidate in list(module.classes.values()):
                     if any(base.keyword is None and _spells(base.value, name) for base in candidate.node.bases):
                         found.append(candidate)
