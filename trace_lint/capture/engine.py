@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..core.config import Settings
 from ..semantic.calls import CallResolver
+from ..semantic.bindings import assignment_targets
 from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
@@ -102,17 +103,9 @@ def _entry_key(container: cst.BaseExpression, key: cst.BaseExpression, module: M
 def _filled_state(statement: cst.BaseSmallStatement, module: ModuleInfo) -> list[str]:
     """The state keys one statement fills: its assignment targets, and the entry `C[K]` of
     `C.setdefault(K, v)` or `C.add(K)` (a warn-once set), called alone or assigned."""
-    targets: list[cst.BaseExpression] = []
-    value: Optional[cst.BaseExpression] = None
-    if isinstance(statement, cst.Assign):
-        targets = [t.target for t in statement.targets]
-        value = statement.value
-    elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
-        targets = [statement.target]
-        value = statement.value
-    elif isinstance(statement, cst.Expr):
-        value = statement.value
-    found = [_state_key(target, module) for target in targets]
+    assigns = isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign))
+    value = statement.value if assigns or isinstance(statement, cst.Expr) else None
+    found = [_state_key(target, module) for target in assignment_targets(statement)] if assigns else []
     if (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)

@@ -17,6 +17,7 @@ from typing import Callable, Hashable, Iterable, Optional
 import libcst as cst
 
 from ..semantic.calls import CallResolver, Target, has_decorator
+from ..semantic.bindings import assignment_targets, target_path
 from ..semantic.project import FunctionInfo
 from ..semantic.receivers import receiver_parameter
 from ..semantic.summaries import FixedPoint
@@ -206,11 +207,10 @@ class CaptureTimeObjects:
     def _unpacked_made(self, name: str, statement: cst.Assign, function: FunctionInfo) -> bool:
         if not isinstance(statement.value, cst.Call):
             return False
-        for target in statement.targets:
-            elements = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else ()
-            for index, element in enumerate(elements):
-                if isinstance(element.value, cst.Name) and element.value.value == name:
-                    return self._made_by(statement.value, function, index)
+        for target in assignment_targets(statement):
+            path = target_path(target, name) if isinstance(target, (cst.Tuple, cst.List)) else None
+            if path is not None and len(path) == 1:
+                return self._made_by(statement.value, function, path[0])
         return False
 
     def _made_by(self, call: cst.Call, function: FunctionInfo, index: Optional[int]) -> bool:

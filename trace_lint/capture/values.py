@@ -14,7 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from ..frontend.syntax_walk import preorder
-from ..semantic.bindings import Binding
+from ..semantic.bindings import Binding, assignment_targets
 from ..semantic.dataflow import accesses
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments
@@ -88,8 +88,7 @@ def trace_escapes(region: Region) -> bool:
             if isinstance(node, cst.Return) and node.value is not None and _names(node.value, tid, module):
                 escapes = True
             elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None and module.normalized(node.value) == tid:
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                if any(not isinstance(t, cst.Name) for t in targets):
+                if any(not isinstance(t, cst.Name) for t in assignment_targets(node)):
                     escapes = True
             elif isinstance(node, cst.Call) and id(node) not in lifecycle:
                 positional, keywords = call_arguments(node)

@@ -107,7 +107,7 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
     """Whether a test reads only what cannot differ between capture and replay: host
     metadata of tensors (`x.shape[-1] > 32`, `t.is_allocated()`), types (`isinstance`),
     literals, and module-level constants or imported names (`x.layout == ttnn.TILE_LAYOUT`)."""
-    from ..semantic.project import local_names
+    from ..semantic.bindings import local_names
 
     metadata = context.tables.host_metadata
     function = context.function

@@ -10,6 +10,7 @@ import libcst as cst
 from ..core.findings import Location, Related
 
 from ..semantic.dataflow import accesses, chain_key
+from ..semantic.bindings import assignment_targets
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
 from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, made_in_region_and_read_after, reaching
@@ -538,7 +539,7 @@ class UnallocatedOutput(Rule):
             found = next((e for e in self.facts.call_effects(call, module, region.function, region) if e.effect is Effect.OUTPUT_ALLOCATION), None)
             if found is None:
                 continue
-            keys = [chain_key(t.target) for t in node.targets]
+            keys = [chain_key(t) for t in assignment_targets(node)]
             if any(k is not None and (k in read_after or "." in k) for k in keys):
                 self.report(call, f"{found.what} allocates the trace output inside the capture; {found.advice}", module=module)
 

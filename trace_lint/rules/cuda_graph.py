@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..semantic.bindings import assignment_targets
 from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
 
@@ -127,7 +128,7 @@ class DataDependentShape(Rule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         parent = self.context.ancestors[-1] if self.context.ancestors else None
         # A write through a mask (`out[mask] = 0`) keeps the tensor's shape; only reads are judged.
-        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del)) and parent.target is node:
+        if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.Del)) and any(t is node for t in assignment_targets(parent)):
             return
         found = next((e for e in self.context.subscript_effects(node) if e.effect is Effect.DATA_DEPENDENT_SHAPE), None)
         if found is not None:

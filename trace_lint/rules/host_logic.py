@@ -8,6 +8,7 @@ import libcst as cst
 
 from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..semantic.receivers import receiver_parameter
+from ..semantic.bindings import assignment_targets, single_assignment
 from ..frontend.syntax_walk import preorder
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
@@ -464,7 +465,7 @@ class HostSideEffect(_HostLogicRule):
         this method or of an enclosing one), "global", "module" (a module-level name),
         "class" (an imported or module-level class or module), "closure" (a local of an
         enclosing function); None for this function's own locals and parameters."""
-        from ..semantic.project import local_names
+        from ..semantic.bindings import local_names
 
         function = self.context.function
         if function is None:
@@ -625,24 +626,25 @@ class HostSideEffect(_HostLogicRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._device_work_output(node.value) or self._passed_in(node.value):
             return
-        for target in node.targets:
-            if isinstance(target.target, cst.Subscript) and self.context.is_device_value(target.target.value):
+        for target in assignment_targets(node):
+            if isinstance(target, cst.Subscript) and self.context.is_device_value(target.value):
                 continue  # writing into a device tensor (`buf[i] = v`) is device work
-            what = self._shared_target(target.target)
+            what = self._shared_target(target)
             if what:
                 self._report_statement(node, what)
                 return
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self.context.is_device_value(node.target):
+        (target,) = assignment_targets(node)
+        if self.context.is_device_value(target):
             return  # an in-place device op on a tensor
-        what = self._shared_target(node.target, augmented=True)
+        what = self._shared_target(target, augmented=True)
         if what:
             self._report_statement(node, what)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and not self._device_work_output(node.value):
-            what = self._shared_target(node.target)
+            what = self._shared_target(single_assignment(node))
             if what:
                 self._report_statement(node, what)
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..semantic.calls import bind_record_fields, callee_name
 from ..semantic.receivers import receiver_parameter
-from ..semantic.bindings import target_names
+from ..semantic.bindings import assignment_targets, names_bound_by, single_assignment
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
 from ..frameworks.region import Region
@@ -179,11 +179,12 @@ def _loops_over_the_trace_ids(region: Region, ends: list[cst.Call]) -> list[cst.
     once per capture the begins opened, so reaching the loop is reaching the ends (its
     no-turn exit leaves nothing open)."""
     statement = region.begin_statement
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+    target = single_assignment(statement) if isinstance(statement, cst.Assign) else None
+    if not isinstance(target, cst.Name):
         return []
     if statement.value is region.begin:
         return []  # one begin, one id: no collection of them
-    name = statement.targets[0].target.value
+    name = target.value
     parents = region.module.parents
     loops: list[cst.CSTNode] = []
     for end in ends:
@@ -225,30 +226,6 @@ _FIX_RELEVANT = frozenset({
 })
 
 
-
-
-def _bindings_of(node: cst.CSTNode, into: set[str]) -> None:
-    """Names a node binds in its own scope: assignments, loops, `with ... as`, `except ...
-    as`, `del`, imports, nested defs and classes."""
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        into.add(node.name.value)
-    elif isinstance(node, cst.Assign):
-        for target in node.targets:
-            into.update(target_names(target.target))
-    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
-        into.update(target_names(node.target))
-    elif isinstance(node, cst.WithItem) and node.asname is not None:
-        into.update(target_names(node.asname.name))
-    elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-        into.update(target_names(node.name.name))
-    elif isinstance(node, cst.Del):
-        into.update(target_names(node.target))
-    elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-        for alias in node.names:
-            head = alias.asname.name if alias.asname is not None else alias.name
-            while isinstance(head, cst.Attribute):  # `import a.b` binds `a`
-                head = head.value
-            into.update(target_names(head))
 
 
 def _in_loopwithin(module, node: cst.CSTNode, block: cst.CSTNode) -> bool:
@@ -299,7 +276,7 @@ def capture_left_open_fix(rule: Rule, region: Region) -> Optional[Fix]:
             if not _in_loopwithin(module, node, block):
                 exit_kind = exit_kind or ("break" if kind is cst.Break else "continue")
         else:
-            _bindings_of(node, bound)
+            bound.update(names_bound_by(node))
     unsafe_because = None
     if exit_kind is not None:
         unsafe_because = f"the `{exit_kind}` in the region would now end the capture"
@@ -925,9 +902,10 @@ class MissingWarmUp(Rule):
         if helper.cls is None or caller is None:
             return False
         statement = caller.module.parent(site.call)
-        if not isinstance(statement, cst.Assign) or statement.value is not site.call or len(statement.targets) != 1:
+        target = single_assignment(statement) if isinstance(statement, cst.Assign) else None
+        if target is None or statement.value is not site.call:
             return False
-        instance = caller.module.normalized(statement.targets[0].target)
+        instance = caller.module.normalized(target)
         capturing = {id(m) for m in helper.capturing_methods}
         stored = {f"{instance}.{attribute}" for attribute in helper.stored}
         calls = [
@@ -1107,8 +1085,7 @@ class DeviceReach:
         if isinstance(parent, cst.Yield):
             return self._yielded_captures(function, depth, field)
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
-            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            return any(self._target_captures(t, function, depth, field) for t in targets)
+            return any(self._target_captures(t, function, depth, field) for t in assignment_targets(parent))
         return False
 
     def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int, field: Optional[str]) -> bool:
@@ -1268,7 +1245,7 @@ class DeviceReach:
     @staticmethod
     def _is_read(node: cst.CSTNode, function: FunctionInfo) -> bool:
         parent = function.module.parent(node)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node):
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and any(t is node for t in assignment_targets(parent))):
             return False
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             return False
@@ -1476,9 +1453,8 @@ class AllocationAcrossReplay(Rule):
             statement = next((a for a in reversed(module.ancestors(node, stop=region.function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
             if statement is not None and id(statement) in stale:
                 continue
-            name = statement.targets[0].target.value if (
-                isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)
-            ) else None
+            target = single_assignment(statement) if isinstance(statement, cst.Assign) else None
+            name = target.value if isinstance(target, cst.Name) else None
             frees = self._frees(region, name, statement) if name else []
             # Alive across a replay: some path from the allocation reaches it without a free.
             if any(executed_after(region, node, e, avoiding=tuple(frees)) for e in executes):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from .bindings import class_bindings
 from .project import FunctionInfo
 from .receivers import is_receiver
 
@@ -66,11 +67,7 @@ def _declared(owners, attribute: str) -> list[tuple[object, cst.BaseExpression]]
     """(class, annotation) for each `attribute: T` written in the owners' class bodies."""
     found = []
     for owner in owners:
-        body = owner.node.body
-        for line in body.body if isinstance(body, cst.IndentedBlock) else ():
-            if not isinstance(line, cst.SimpleStatementLine):
-                continue
-            for statement in line.body:
-                if isinstance(statement, cst.AnnAssign) and isinstance(statement.target, cst.Name) and statement.target.value == attribute:
-                    found.append((owner, statement.annotation.annotation))
+        for binding in class_bindings(owner.node).get(attribute, ()):
+            if isinstance(binding.node, cst.AnnAssign):
+                found.append((owner, binding.node.annotation.annotation))
     return found

@@ -1,15 +1,22 @@
-"""Scopes and bindings of a function, and which bindings of a name can reach a point.
+"""The binder: scopes and bindings of modules, classes, functions, lambdas and comprehensions.
 
-The binder records every name a function binds, with its kind (parameter, import, def,
+A function's scope records every name it binds, with its kind (parameter, import, def,
 class, assignment, loop target, with target, exception name, ...) statement by statement of
 the function's control-flow graph (`cfg.py`), and reads reaching definitions off that graph
 (branches merge, loops go round, `return`/`raise`/`break`/`continue` end a path, exceptions
-reach their handlers), so that "which values can a name hold here" is a query. Comprehension and lambda targets belong to their own scopes and are not bound
-here; a nested def or class binds its name only.
+reach their handlers), so that "which values can a name hold here" is a query. A lambda's
+parameters and a comprehension's targets are scopes of their own inside it: a read there of
+a name they bind is theirs, not the function's (the first iterable of a comprehension is
+read in the enclosing scope, as Python does). A class body is a scope its methods do not
+see (`class_bindings`). Module scope comes from the `ast` outline (`outline_bindings`), so
+a module is bound without libcst. The target flatteners (`target_leaves`, `target_names`,
+`ast_target_names`) and the readers of what a node binds (`assignment_targets`,
+`names_bound_by`, `import_names`) live here alone: no other module walks bindings.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -27,16 +34,19 @@ class FunctionScope(Protocol):
     cfg: ControlFlowGraph
 
 
-@dataclass(eq=False, frozen=True)
+@dataclass(eq=False, slots=True)  # compared and hashed by identity; slots: made for every binding of a run
 class Binding:
     """One place that binds a name."""
 
     name: str
     # "param", "import", "def", "class", "assign", "augassign", "annassign", "loop",
-    # "with", "except", "walrus", "match", "del" (an unbinding)
+    # "with", "except", "walrus", "match", "del" (an unbinding); in a comprehension's or a
+    # lambda's own scope "comprehension" and "lambda"; at module scope also
+    # "unresolved-import" and "annotation" (`x: int`, declared only).
     kind: str
-    # The node that binds: the parameter, the def, the statement.
-    node: cst.CSTNode
+    # The node that binds: the parameter, the def, the statement (an `ast` node where the
+    # module outline binds).
+    node: Any
     # What the name is bound to, where one expression says it: the assigned value (whole
     # right-hand side, only when the target is the plain name), the loop's iterable, the
     # with item's context expression.
@@ -54,17 +64,82 @@ class Binding:
         return f"Binding({self.name!r}, {self.kind!r})"
 
 
-def target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
+# -- target flatteners: one per syntax tree kind ---------------------------------------
+def target_leaves(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The targets an unpacking target stores to, flattened: names, attributes, subscripts
+    (`a, (self.b, *c)` -> `a`, `self.b`, `c`)."""
     if isinstance(target, (cst.Tuple, cst.List)):
-        out: list[str] = []
+        out: list[cst.BaseExpression] = []
         for element in target.elements:
-            out.extend(target_names(element.value))
+            out.extend(target_leaves(element.value))
         return out
     if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
+        return target_leaves(target.value)
+    return [target]
+
+
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an unpacking target binds (attributes and subscripts bind none)."""
+    return [leaf.value for leaf in target_leaves(target) if isinstance(leaf, cst.Name)]
+
+
+def target_path(target: cst.BaseExpression, name: str) -> Optional[tuple[int, ...]]:
+    """Where a name sits in an unpacking target (`(1,)` for `layer` in `i, layer`); None when
+    it is absent or behind a starred element (its position is not fixed)."""
+    if isinstance(target, cst.Name):
+        return () if target.value == name else None
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                return None
+            found = target_path(element.value, name)
+            if found is not None:
+                return (index, *found)
+    return None
+
+
+def ast_target_names(target: ast.expr) -> list[str]:
+    """`target_names` for the `ast` outline (a starred name is not followed there)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names: list[str] = []
+        for element in target.elts:
+            names.extend(ast_target_names(element))
+        return names
     return []
+
+
+# -- what one node binds ---------------------------------------------------------------
+def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets a binding node writes, not flattened: each `=` target of an assignment
+    (or the one of an `AssignTarget`), the target of an annotated or augmented assignment, a
+    walrus, a `for` or comprehension clause, a `del`, and the name of an `as`. Other nodes:
+    none."""
+    kind = type(node)
+    if kind is cst.Assign:
+        return [t.target for t in node.targets]
+    if kind is cst.AssignTarget or kind is cst.AnnAssign or kind is cst.AugAssign or kind is cst.NamedExpr:
+        return [node.target]
+    if kind is cst.For or kind is cst.CompFor or kind is cst.Del:
+        return [node.target]
+    if kind is cst.AsName:
+        return [node.name]
+    if kind is cst.WithItem:
+        return [node.asname.name] if node.asname is not None else []
+    if kind is cst.ExceptHandler:
+        return [node.name.name] if node.name is not None else []
+    return []
+
+
+def single_assignment(statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The one target of `target = value` or `target: T = value` (None for chained `a = b = v`
+    or anything else)."""
+    if isinstance(statement, cst.Assign):
+        return statement.targets[0].target if len(statement.targets) == 1 else None
+    if isinstance(statement, cst.AnnAssign) and statement.value is not None:
+        return statement.target
+    return None
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -73,6 +148,152 @@ def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{_dotted(node.value)}.{node.attr.value}"
     return ""
+
+
+def import_names(node: cst.CSTNode, import_base) -> list[tuple[str, Optional[str]]]:
+    """(local name, dotted name it binds) for each name an `import` binds (`import a.b`
+    binds `a`); a relative import `import_base` cannot place binds its names to None. A
+    star import binds nothing known."""
+    out: list[tuple[str, Optional[str]]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = _dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, full))
+            else:
+                head = full.split(".")[0]
+                out.append((head, head))
+    elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+        base = import_base(len(node.relative), _dotted(node.module) if node.module is not None else "")
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            out.append((local, None if base is None else f"{base}.{name}" if base else name))
+    return out
+
+
+def names_bound_by(node: cst.CSTNode) -> list[str]:
+    """The names one node binds in its own scope: assignments, loops, `with ... as`,
+    `except ... as`, `del`, imports (relative ones too), nested defs and classes."""
+    kind = type(node)
+    if kind is cst.FunctionDef or kind is cst.ClassDef:
+        return [node.name.value]
+    if kind is cst.Import or kind is cst.ImportFrom:
+        return [local for local, _ in import_names(node, lambda dots, base: "")]
+    return [name for target in assignment_targets(node) for name in target_names(target)]
+
+
+# Node kinds whose targets `local_names` counts (comprehension targets included).
+_LOCAL_TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.AsName})
+
+
+def local_names(function) -> frozenset[str]:
+    """Names bound inside a function body or its comprehensions (parameters, nested defs
+    and classes included), not counting imports: the names that are not globals there."""
+    cached = getattr(function, "_local_names", None)
+    if cached is not None:
+        return cached
+    names: set[str] = set(function.params)
+    names.update(function.nested)
+    for node in function.nodes:
+        kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
+        if kind is cst.ClassDef:
+            names.add(node.name.value)
+        elif kind in _LOCAL_TARGET_HOLDERS:
+            for target in assignment_targets(node):
+                names.update(target_names(target))
+    names.difference_update(function.imports)
+    result = frozenset(names)
+    function._local_names = result
+    return result
+
+
+# -- module scope, from the `ast` outline ------------------------------------------------
+# `try ... except*` (3.11+).
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *TRY_STAR)
+
+
+def outline_bindings(node: ast.stmt, import_base) -> list[Binding]:
+    """What one module-level statement of the `ast` outline binds at module scope, in the
+    order it binds (not entering its body, nor def and class, which the outline reader
+    owns). Kinds: "import" (`imported` the dotted name), "unresolved-import" (a relative
+    import `import_base` cannot place), "assign" (`value` the right-hand side), "augassign",
+    "annassign", "annotation" (`x: int`: declared, not bound), "loop", "with", "del",
+    "walrus"."""
+    found: list[Binding] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname is not None:
+                found.append(Binding(alias.asname, "import", node, imported=alias.name))
+            else:
+                head = alias.name.split(".")[0]
+                found.append(Binding(head, "import", node, imported=head))
+    elif isinstance(node, ast.ImportFrom):
+        base = import_base(node.level, node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            if base is None:
+                found.append(Binding(local, "unresolved-import", node))
+            else:
+                found.append(Binding(local, "import", node, imported=f"{base}.{alias.name}" if base else alias.name))
+    elif isinstance(node, ast.AnnAssign) and node.value is None:
+        return [Binding(name, "annotation", node) for name in ast_target_names(node.target)]
+    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        kind = "assign" if isinstance(node, ast.Assign) else "annassign" if isinstance(node, ast.AnnAssign) else "augassign"
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            found.extend(Binding(name, kind, node, node.value) for name in ast_target_names(target))
+    elif isinstance(node, (ast.For, ast.AsyncFor)):
+        found.extend(Binding(name, "loop", node, node.iter) for name in ast_target_names(node.target))
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        for item in node.items:
+            if item.optional_vars is not None:
+                found.extend(Binding(name, "with", node, item.context_expr) for name in ast_target_names(item.optional_vars))
+    elif isinstance(node, ast.Delete):
+        for target in node.targets:
+            found.extend(Binding(name, "del", node) for name in ast_target_names(target))
+    for child in ast.walk(node) if not isinstance(node, _COMPOUND) else ():
+        if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+            found.append(Binding(child.target.id, "walrus", child, child.value))
+    return found
+
+
+# Binding kinds of the nodes a class body binds with.
+_CLASS_BODY_KINDS = {
+    cst.FunctionDef: "def", cst.ClassDef: "class", cst.Import: "import", cst.ImportFrom: "import",
+    cst.Assign: "assign", cst.AnnAssign: "annassign", cst.AugAssign: "augassign", cst.NamedExpr: "walrus",
+    cst.For: "loop", cst.WithItem: "with", cst.ExceptHandler: "except", cst.Del: "del",
+}
+
+
+def class_bindings(node: cst.ClassDef) -> dict[str, list[Binding]]:
+    """The names a class body binds, in source order. Its methods do not see them (Python's
+    rule: a method reads a class attribute through `self` or the class, never bare), so no
+    function scope's lookup passes through here."""
+    out: dict[str, list[Binding]] = {}
+    stack: list[cst.CSTNode] = list(reversed(children(node.body)))
+    while stack:
+        current = stack.pop()
+        kind = _CLASS_BODY_KINDS.get(type(current))
+        if kind is not None:
+            value = current.value if kind in ("assign", "annassign", "walrus") else None
+            for name in names_bound_by(current):
+                out.setdefault(name, []).append(Binding(name, kind, current, value))
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            stack.extend(reversed(children(current)))
+    return out
+
+
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+
+
+def _lambda_params(node: cst.Lambda) -> list[cst.Param]:
+    params = node.params
+    out = [*params.posonly_params, *params.params, *params.kwonly_params]
+    out.extend(star for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param))
+    return out
 
 
 class ScopeBindings:
@@ -96,18 +317,77 @@ class ScopeBindings:
         # name -> the definitions reaching each graph node
         self._flows: dict[str, list] = {}
         # Most functions have no `:=`: their expressions need no search for one.
-        self._has_walrus = any(type(n) is cst.NamedExpr for n in function.nodes)
+        self._has_walrus = False
+        # Names a comprehension clause or a lambda of this function binds in its own scope.
+        self._nested_names: set[str] = set()
+        self._nested: dict[tuple[int, str], Binding] = {}
+        for n in function.nodes:
+            kind = type(n)
+            if kind is cst.NamedExpr:
+                self._has_walrus = True
+            elif kind is cst.CompFor:
+                self._nested_names.update(target_names(n.target))
+            elif kind is cst.Lambda and n is not function.node:
+                self._nested_names.update(p.name.value for p in _lambda_params(n))
         self.graph: ControlFlowGraph = function.cfg
         self._collect()
 
     # -- queries ---------------------------------------------------------------------------
-    def binds(self, name: str) -> bool:
-        """Is the name local to this scope (bound anywhere in it, not declared global)?"""
+    def binds(self, name: str, node: Optional[cst.CSTNode] = None) -> bool:
+        """Is the name local to this scope (bound anywhere in it, not declared global), or,
+        read at `node`, to a comprehension or lambda of it around the node?"""
+        if node is not None and name in self._nested_names and self.own_scope(name, node) is not None:
+            return True
         return name in self.by_name and name not in self.declared_global and name not in self.declared_nonlocal
+
+    def own_scope(self, name: str, node: cst.CSTNode) -> Optional[Binding]:
+        """The binding of the name by the innermost comprehension clause ("comprehension":
+        the clause, its iterable as the value where the target is the plain name) or lambda
+        parameter ("lambda") around `node` whose scope holds the node; None where the
+        function's own scope (or an enclosing one) binds the name read there."""
+        if name not in self._nested_names:
+            return None
+        parents = self.function.module.parents
+        stop = self.function.node
+        below: Optional[cst.CSTNode] = None  # the ancestor just below `current` on the path
+        under: Optional[cst.CSTNode] = None  # and the one below that
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not stop:
+            kind = type(current)
+            if kind in _COMPREHENSIONS:
+                first = current.for_in
+                # The first iterable is read in the enclosing scope; the rest is the comprehension's.
+                if below is not None and not (below is first and under is first.iter):
+                    clause: Optional[cst.CompFor] = first
+                    while clause is not None:
+                        if name in target_names(clause.target):
+                            plain = isinstance(clause.target, cst.Name)
+                            return self._nested_binding(name, "comprehension", clause, clause.iter if plain else None)
+                        clause = clause.inner_for_in
+            elif kind is cst.Lambda and below is current.body:
+                for param in _lambda_params(current):
+                    if param.name.value == name:
+                        return self._nested_binding(name, "lambda", param)
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
+                return None  # a nested def's own scope: not this function's to answer
+            under, below, current = below, current, parents.get(id(current))
+        return None
+
+    def _nested_binding(self, name: str, kind: str, node: cst.CSTNode, value=None) -> Binding:
+        key = (id(node), name)
+        found = self._nested.get(key)
+        if found is None:
+            found = self._nested[key] = Binding(name, kind, node, value)
+        return found
 
     def reaching(self, name: str, node: Optional[cst.CSTNode]) -> tuple[Binding, ...]:
         """The bindings of a local name that can reach `node` (all of them when the node's
-        statement is unknown or unreachable, e.g. a node built by the analysis)."""
+        statement is unknown or unreachable, e.g. a node built by the analysis); read inside
+        a comprehension or lambda that binds the name itself, that scope's one binding."""
+        if node is not None and name in self._nested_names:
+            own = self.own_scope(name, node)
+            if own is not None:
+                return (own,)
         all_bindings = self.by_name.get(name)
         if not all_bindings:
             return ()
@@ -255,22 +535,8 @@ class ScopeBindings:
         elif kind is cst.Del:
             for name in target_names(node.target):
                 found.append(self._binding(name, "del", node))
-        elif kind is cst.Import:
-            for alias in node.names:
-                full = _dotted(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    found.append(self._binding(alias.asname.name.value, "import", node, imported=full))
-                else:
-                    head = full.split(".")[0]
-                    found.append(self._binding(head, "import", node, imported=head))
-        elif kind is cst.ImportFrom:
-            if not isinstance(node.names, cst.ImportStar):
-                base = self._import_base(len(node.relative), _dotted(node.module) if node.module is not None else "")
-                for alias in node.names:
-                    name = _dotted(alias.name)
-                    local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-                    if base is None:
-                        found.append(self._binding(local, "assign", node))  # unresolvable: some value
-                    else:
-                        found.append(self._binding(local, "import", node, imported=f"{base}.{name}" if base else name))
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            for local, imported in import_names(node, self._import_base):
+                # An unresolvable relative import binds some value.
+                found.append(self._binding(local, "assign", node) if imported is None else self._binding(local, "import", node, imported=imported))
         return found

@@ -12,10 +12,12 @@ from typing import Optional
 import libcst as cst
 
 from ..core.api_tables import tables
+from .constructions import ConstructionArguments
 from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children
+from .bindings import assignment_targets, target_path
 
 @dataclass(frozen=True)
 class Target:
@@ -57,6 +59,8 @@ class CallResolver:
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
         self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+        # What every construction passes to an `__init__`'s unannotated parameters.
+        self.constructions = ConstructionArguments(self)
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -134,6 +138,12 @@ class CallResolver:
                 for found in self.value_classes(value, method, cls, depth + 1):
                     if found not in out:
                         out.append(found)
+            for method, value in owner.attribute_values.get(attribute, ()):
+                if isinstance(value, cst.Name):
+                    # `self.model = model`: the elements of what the name holds.
+                    for found in self.element_classes(value, method, cls, depth + 1):
+                        if found not in out:
+                            out.append(found)
         return out
 
     # -- values ----------------------------------------------------------------------------
@@ -215,6 +225,10 @@ class CallResolver:
                         for found in self.value_classes(item, function, self_class, depth + 1):
                             if found not in out:
                                 out.append(found)
+                elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is None:
+                    for found in self.constructions.classes(function, binding.node, elements=True):
+                        if found not in out:
+                            out.append(found)
             return out
         return []
 
@@ -224,7 +238,8 @@ class CallResolver:
         loop = binding.node
         if not isinstance(loop, cst.For):
             return []
-        path = _target_path(loop.target, binding.name)
+        (target,) = assignment_targets(loop)
+        path = target_path(target, binding.name)
         if path is None:
             return []
         return self._element_part(loop.iter, path, function, self_class, depth)
@@ -250,24 +265,14 @@ class CallResolver:
 
     def _comprehension_target(self, expr: cst.Name, function: FunctionInfo) -> Optional[tuple[cst.CompFor, tuple[int, ...]]]:
         """The `for` clause of an enclosing comprehension that binds the name
-        (`[expert(x) for expert in self.experts]`), with the name's place in its target."""
-        parents = function.module.parents
-        current = parents.get(id(expr))
-        while current is not None and current is not function.node:
-            if isinstance(current, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-                clause: Optional[cst.CompFor] = current.for_in
-                found = None
-                while clause is not None:
-                    path = _target_path(clause.target, expr.value)
-                    if path is not None:
-                        found = (clause, path)  # the innermost clause binding it wins
-                    clause = clause.inner_for_in
-                if found is not None:
-                    return found
-            if isinstance(current, (cst.Lambda, cst.FunctionDef)):
-                return None
-            current = parents.get(id(current))
-        return None
+        (`[expert(x) for expert in self.experts]`, the binder's comprehension scope), with the
+        name's place in its target."""
+        own = function.bindings.own_scope(expr.value, expr)
+        if own is None or own.kind != "comprehension":
+            return None
+        (target,) = assignment_targets(own.node)
+        path = target_path(target, expr.value)
+        return (own.node, path) if path is not None else None
 
     def _name_classes(self, expr: cst.Name, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[ClassInfo]:
         """Classes of a local name, or of a closure's name in the function that binds it."""
@@ -299,6 +304,8 @@ class CallResolver:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
             elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
+            elif binding.kind == "param" and isinstance(binding.node, cst.Param):
+                found = self.constructions.classes(scope, binding.node)
             elif binding.kind == "loop":
                 found = self.loop_target_classes(binding, scope, own_self, depth + 1)
             for cls in found:
@@ -542,6 +549,8 @@ class CallResolver:
             return self._instance_calls(self.value_classes(value, scope, self_class, depth + 1))
         if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
             return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
+        if binding.kind == "param" and isinstance(binding.node, cst.Param):
+            return self._instance_calls(self.constructions.classes(scope, binding.node))
         if binding.kind == "loop":
             return self._instance_calls(self.loop_target_classes(binding, scope, self_class, depth + 1))
         return []
@@ -635,21 +644,6 @@ def _bind(
 
 # Builtins whose elements are those of their one argument, in some order.
 _ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
-
-
-def _target_path(target: cst.BaseExpression, name: str) -> Optional[tuple[int, ...]]:
-    """Where a name sits in an unpacking target (`(1,)` for `layer` in `i, layer`); None when
-    it is absent or behind a starred element (its position is not fixed)."""
-    if isinstance(target, cst.Name):
-        return () if target.value == name else None
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for index, element in enumerate(target.elements):
-            if isinstance(element, cst.StarredElement):
-                return None
-            found = _target_path(element.value, name)
-            if found is not None:
-                return (index, *found)
-    return None
 
 
 def _unique(targets: list[Target]) -> list[Target]:

@@ -11,6 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
+from .bindings import assignment_targets, target_leaves
 from .project import FunctionInfo
 
 Position = tuple[int, int]
@@ -36,16 +37,9 @@ def chain_key(expr: cst.BaseExpression) -> Optional[str]:
 
 
 _STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
-
-
-def _bound_targets(target: cst.BaseExpression, out: list[cst.BaseExpression]) -> None:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            _bound_targets(element.value, out)
-    elif isinstance(target, cst.StarredElement):
-        _bound_targets(target.value, out)
-    elif chain_key(target) is not None:
-        out.append(target)
+# Nodes whose targets are stored to (an `AsName` of a with item, an `except` or an import;
+# an annotation without a value stores nothing).
+_STORES = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName})
 
 
 def accesses(function: FunctionInfo) -> list[Access]:
@@ -60,19 +54,13 @@ def accesses(function: FunctionInfo) -> list[Access]:
     not_reads: set[int] = set()
     augmented: set[int] = set()
     for node in nodes:
-        targets: list[cst.BaseExpression] = []
         kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
-        if kind is cst.AssignTarget:
-            _bound_targets(node.target, targets)
-        elif kind is cst.AnnAssign and node.value is not None:
-            _bound_targets(node.target, targets)
-        elif kind is cst.AugAssign:
-            _bound_targets(node.target, targets)
-            augmented.update(id(t) for t in targets)
-        elif kind is cst.For or kind is cst.CompFor or kind is cst.NamedExpr:
-            _bound_targets(node.target, targets)
-        elif kind is cst.AsName and isinstance(node.name, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
-            _bound_targets(node.name, targets)
+        targets: list[cst.BaseExpression] = []
+        if kind in _STORES and (kind is not cst.AnnAssign or node.value is not None):
+            # Names and attribute chains stored to (`self.x = ...`), from the binder's targets.
+            targets = [leaf for target in assignment_targets(node) for leaf in target_leaves(target) if chain_key(leaf) is not None]
+            if kind is cst.AugAssign:
+                augmented.update(id(t) for t in targets)
         elif kind is cst.Attribute:
             not_reads.add(id(node.attr))
         elif kind is cst.Arg and node.keyword is not None:

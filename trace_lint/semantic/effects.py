@@ -25,8 +25,9 @@ import libcst as cst
 from ..core.api_tables import tables
 from .calls import CallResolver, Target
 from .project import FunctionInfo
+from .bindings import assignment_targets, target_leaves
 from .receivers import receiver_parameter
-from .summaries import FixedPoint, Summaries, target_elements
+from .summaries import FixedPoint, Summaries
 
 
 class Effects:
@@ -79,7 +80,7 @@ class Effects:
         """A use of the name's value, not only of its host metadata."""
         parent = function.module.parent(name)
         table = tables()
-        if isinstance(parent, cst.Param) or (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is name):
+        if isinstance(parent, cst.Param) or (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and any(t is name for t in assignment_targets(parent))):
             return False  # a binding, not a use
         if isinstance(parent, cst.Attribute) and parent.value is name:
             attribute = parent.attr.value
@@ -225,9 +226,8 @@ def _attribute_stores(cls, attribute: str):
         for node in method.nodes:
             if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 continue
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                if any(_is_attribute_of(e, receiver, attribute) for e in target_elements(target)):
+            for target in assignment_targets(node):
+                if any(_is_attribute_of(e, receiver, attribute) for e in target_leaves(target)):
                     yield method, node, _is_attribute_of(target, receiver, attribute)
 
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 import libcst as cst
 
 from ..frontend import syntax_limits
-from .bindings import ScopeBindings, target_names
+from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, outline_bindings, target_names
 from .cfg import ControlFlowGraph
 from .receivers import receiver_parameter
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
@@ -604,14 +604,6 @@ def _syntax_error_position(text: str, error: cst.ParserSyntaxError) -> tuple[str
     return (f"syntax error: {message}", error.editor_line, error.editor_column)
 
 
-def _import_alias_name(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_import_alias_name(node.value)}.{node.attr.value}"
-    raise ValueError(node)
-
-
 def _package_of(module: ModuleInfo, name: Optional[str] = None) -> str:
     name = module.name if name is None else name
     return name if module.is_package else name.rpartition(".")[0]
@@ -739,30 +731,20 @@ class _OutlineReader:
                 self._statement(child, chunk, in_class=True)
             return
         if not in_class:
-            self._module_level_bindings(node)
-        if isinstance(node, ast.Import):
-            mapping = {}
-            for alias in node.names:
-                if alias.asname is not None:
-                    mapping[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    mapping[head] = head
-            self._bind(mapping, in_class)
-        elif isinstance(node, ast.ImportFrom):
-            base = _import_from_base(module, node.level, node.module or "")
-            if base is None or any(a.name == "*" for a in node.names):
-                return
-            self._bind({a.asname or a.name: f"{base}.{a.name}" if base else a.name for a in node.names}, in_class)
-        elif isinstance(node, ast.Assign) and not in_class:
-            for target in node.targets:
-                module.globals.update(_ast_target_names(target))
-        elif isinstance(node, ast.AnnAssign) and not in_class:
-            module.globals.update(_ast_target_names(node.target))
+            found = outline_bindings(node, lambda dots, base: _import_from_base(module, dots, base))
+            for binding in found:
+                if binding.kind == "annotation":
+                    continue
+                value = binding.value if binding.kind in ("assign", "annassign", "augassign") else None
+                is_none = isinstance(value, ast.Constant) and value.value is None
+                self._global(binding.name, "import" if binding.kind == "import" else "other", binding.imported, is_none)
+            # A class body's imports are the class's own: methods do not see them.
+            module.imports.update({b.name: b.imported for b in found if b.kind == "import"})
+            module.globals.update(b.name for b in found if b.kind in ("import", "assign", "annassign", "annotation"))
         outer = self.conditional
         for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
             # Branches and loop bodies may not run; a try body, a with body and a finally do.
-            runs_always = field_name == "finalbody" or (field_name == "body" and isinstance(node, (ast.Try, ast.With, ast.AsyncWith, *_TRY_STAR)))
+            runs_always = field_name == "finalbody" or (field_name == "body" and isinstance(node, (ast.Try, ast.With, ast.AsyncWith, *TRY_STAR)))
             self.conditional = outer or not runs_always
             for child in getattr(node, field_name, ()):
                 if isinstance(child, ast.stmt):
@@ -771,55 +753,6 @@ class _OutlineReader:
                     for grandchild in child.body:
                         self._statement(grandchild, chunk, in_class)
         self.conditional = outer
-
-    def _module_level_bindings(self, node: ast.stmt) -> None:
-        """Module-level bindings other than def and class, in source order."""
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname is not None:
-                    self._global(alias.asname, "import", alias.name)
-                else:
-                    head = alias.name.split(".")[0]
-                    self._global(head, "import", head)
-        elif isinstance(node, ast.ImportFrom):
-            base = _import_from_base(self.module, node.level, node.module or "")
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                if base is None:
-                    self._global(alias.asname or alias.name, "other")
-                else:
-                    self._global(alias.asname or alias.name, "import", f"{base}.{alias.name}" if base else alias.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = node.value
-            is_none = isinstance(value, ast.Constant) and value.value is None
-            if isinstance(node, ast.AnnAssign) and value is None:
-                return
-            for target in targets:
-                for name in _ast_target_names(target):
-                    self._global(name, "other", is_none=is_none)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            for name in _ast_target_names(node.target):
-                self._global(name, "other")
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    for name in _ast_target_names(item.optional_vars):
-                        self._global(name, "other")
-        elif isinstance(node, ast.Delete):
-            for target in node.targets:
-                for name in _ast_target_names(target):
-                    self._global(name, "other")
-        for child in ast.walk(node) if not isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, *_TRY_STAR)) else ():
-            if isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
-                self._global(child.target.id, "other")
-
-    def _bind(self, mapping: dict[str, str], in_class: bool) -> None:
-        # A class body's imports are the class's own: methods do not see them.
-        if not in_class:
-            self.module.imports.update(mapping)
-            self.module.globals.update(mapping)
 
     def _class_methods(self, node: ast.ClassDef, chunk: _Chunk) -> None:
         # Nested classes come through `_statement`; classes inside functions are not seen
@@ -830,19 +763,6 @@ class _OutlineReader:
                 if chunk not in holders:
                     holders.append(chunk)
 
-
-_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
-
-
-def _ast_target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        names = []
-        for element in target.elts:
-            names.extend(_ast_target_names(element))
-        return names
-    return []
 
 
 # Node types the collector does more for than recording them.
@@ -916,11 +836,9 @@ class _Collector:
             self.owner = None
         elif kind is cst.Import or kind is cst.ImportFrom:
             self._import(node)
-        elif kind is cst.Assign and not self.enclosing:
-            for target in node.targets:
-                self.module.globals.update(target_names(target.target))
-        elif kind is cst.AnnAssign and not self.enclosing:
-            self.module.globals.update(target_names(node.target))
+        elif (kind is cst.Assign or kind is cst.AnnAssign) and not self.enclosing:
+            for target in assignment_targets(node):
+                self.module.globals.update(target_names(target))
         for child in children(node):
             self._walk(child, node, parents)
         self.owner = owner
@@ -936,24 +854,8 @@ class _Collector:
         there is none (libcst alone parsed the module)."""
         if not self.function_stack and self.module.has_outline:
             return
-        mapping: dict[str, str] = {}
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = _import_alias_name(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    mapping[alias.asname.name.value] = full
-                else:
-                    head = full.split(".")[0]
-                    mapping[head] = head
-        else:
-            assert isinstance(node, cst.ImportFrom)
-            base = _import_from_base(self.module, len(node.relative), _import_alias_name(node.module) if node.module is not None else "")
-            if base is None or isinstance(node.names, cst.ImportStar):
-                return
-            for alias in node.names:
-                name = _import_alias_name(alias.name)
-                local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-                mapping[local] = f"{base}.{name}" if base else name
+        # An unresolvable relative import binds nothing known here.
+        mapping = {local: imported for local, imported in import_names(node, lambda dots, base: _import_from_base(self.module, dots, base)) if imported is not None}
         if self.function_stack:
             self.function_stack[-1].imports.update(mapping)
         elif not self.enclosing:  # a class body's imports are the class's own
@@ -1074,10 +976,8 @@ def _record_attribute_types(method: FunctionInfo) -> None:
                 if attribute is not None:
                     cls.element_values.setdefault(attribute, []).append((method, statement.args[-1].value))
             continue
-        if kind is cst.AnnAssign and statement.value is not None:
-            pairs = [(statement.target, statement.value)]
-        elif kind is cst.Assign:
-            pairs = [(t.target, statement.value) for t in statement.targets]
+        if (kind is cst.AnnAssign and statement.value is not None) or kind is cst.Assign:
+            pairs = [(t, statement.value) for t in assignment_targets(statement)]
         else:
             continue
         value = statement.value
@@ -1157,30 +1057,6 @@ BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 # makes `runtime.driver.x` expand to `runtime.driver.driver.x`, and again, without end; real
 # re-export chains are a few hops long.
 _REEXPORT_HOPS = 16
-
-
-_TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor})
-
-
-def local_names(function: FunctionInfo) -> frozenset[str]:
-    """Names bound inside the function body (parameters included), not counting imports."""
-    cached = getattr(function, "_local_names", None)
-    if cached is not None:
-        return cached
-    names: set[str] = set(function.params)
-    names.update(function.nested)
-    for node in function.nodes:
-        kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
-        if kind is cst.ClassDef:
-            names.add(node.name.value)
-        elif kind in _TARGET_HOLDERS:
-            names.update(target_names(node.target))
-        elif kind is cst.AsName:
-            names.update(target_names(node.name))
-    names.difference_update(function.imports)
-    result = frozenset(names)
-    function._local_names = result  # type: ignore[attr-defined]
-    return result
 
 
 def _meaning_of_local(name: str, reaching, stand_ins: frozenset[str]) -> Optional[str]:
@@ -1314,7 +1190,8 @@ class Project:
             bindings = scope.bindings
             if name in bindings.declared_global:
                 break
-            if bindings.binds(name):
+            # Read at `expr`: a comprehension or lambda around it may bind the name itself.
+            if bindings.binds(name, expr if scope is function else None):
                 return _meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins)
             scope = scope.parent
         if module.has_outline:

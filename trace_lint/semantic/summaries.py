@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
+from .bindings import assignment_targets, target_leaves
 from .nodes import always_leaves
 from .project import FunctionInfo, ModuleInfo
 
@@ -319,9 +320,8 @@ class Summaries:
         found: set[str] = set()
         for node in function.nodes:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for target in targets:
-                    for element in target_elements(target):
+                for target in assignment_targets(node):
+                    for element in target_leaves(target):
                         if isinstance(element, cst.Attribute):
                             path = path_of(element)
                             if path is not None and root_of(path) in parameters:
@@ -552,14 +552,3 @@ class Summaries:
 
 def function_key(function: FunctionInfo) -> str:
     return f"fn:{function.full_name}"
-
-
-def target_elements(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out = []
-        for element in target.elements:
-            out.extend(target_elements(element.value))
-        return out
-    if isinstance(target, cst.StarredElement):
-        return target_elements(target.value)
-    return [target]

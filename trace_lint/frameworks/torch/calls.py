@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ...semantic.nodes import call_arguments, iter_body_nodes
+from ...semantic.nodes import call_arguments
 from ...semantic.receivers import receiver_parameter
 from ..effects import CallEffect, Effect, Unit
 from . import CUDA_GRAPH_KINDS
@@ -104,14 +104,7 @@ def is_stream_or_event(api, unit: Unit, receiver: cst.BaseExpression) -> bool:
     if function is None:
         return False
     if isinstance(receiver, cst.Name) and receiver.value not in function.params:
-        values = []
-        for node in iter_body_nodes(function):
-            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == receiver.value for t in node.targets):
-                values.append(node.value)
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)):
-                target = getattr(node, "target", None) or getattr(node, "name", None)
-                if isinstance(target, cst.Name) and target.value == receiver.value:
-                    values.append(None)
+        values = [b.value if b.kind == "assign" else None for b in _reaching(function, receiver)]
         return bool(values) and all(_constructs_stream_or_event(api, unit, v) for v in values)
     if (
         isinstance(receiver, cst.Attribute)
@@ -196,7 +189,7 @@ def is_mask(api, unit: Unit, expr: cst.BaseExpression, indexed: cst.BaseExpressi
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _BITWISE):
         return is_mask(api, unit, expr.left, indexed, depth + 1) or is_mask(api, unit, expr.right, indexed, depth + 1)
     if isinstance(expr, cst.Name):
-        values = _local_values(unit.function, expr.value)
+        values = _local_values(unit.function, expr)
         return bool(values) and all(v is not None and is_mask(api, unit, v, indexed, depth + 1) for v in values)
     return False
 
@@ -216,20 +209,15 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
             return None
 
 
-def _local_values(function, name: str) -> list[Optional[cst.BaseExpression]]:
-    """What a local name is bound to by `=` (None for parameters and other bindings)."""
-    if function is None or name in function.params:
-        return []
-    values: list[Optional[cst.BaseExpression]] = []
-    for node in iter_body_nodes(function):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value == name:
-                    values.append(node.value)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
-            target = node.target
-            if isinstance(target, cst.Name) and target.value == name:
-                values.append(getattr(node, "value", None) if isinstance(node, (cst.AnnAssign, cst.NamedExpr)) else None)
-    return values
+def _reaching(function, name: cst.Name) -> tuple:
+    """The binder's bindings of a local name (not a parameter) that can reach this read."""
+    if function is None or name.value in function.params or not function.bindings.binds(name.value, name):
+        return ()
+    return function.bindings.reaching(name.value, name)
+
+
+def _local_values(function, name: cst.Name) -> list[Optional[cst.BaseExpression]]:
+    """What a local name read here is bound to by `=`, `: T =` or `:=` (None for other bindings)."""
+    return [b.value if b.kind in ("assign", "annassign", "walrus") else None for b in _reaching(function, name)]
 
 

@@ -12,12 +12,13 @@ Nothing here knows about rules; names come from the [torch] table.
 from __future__ import annotations
 
 
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from ...core.api_tables import tables
 from ...semantic.calls import CallResolver
+from ...semantic.bindings import assignment_targets, target_names
 from ...semantic.project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from ...semantic.receivers import receiver_parameter
 from ..region import Region
@@ -32,33 +33,19 @@ def _single_bindings(function: FunctionInfo) -> dict[str, Optional[cst.BaseExpre
         return cached
     seen: dict[str, Optional[cst.BaseExpression]] = {}
     for node in iter_body_nodes(function):
-        targets: list[tuple[cst.BaseExpression, Optional[cst.BaseExpression]]] = []
-        if isinstance(node, cst.Assign):
-            targets = [(t.target, node.value if len(node.targets) == 1 else None) for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            targets = [(node.target, node.value if isinstance(node, cst.AnnAssign) else None)]
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            targets = [(node.target, None)]
-        elif isinstance(node, cst.AsName):
-            targets = [(node.name, None)]
-        for target, value in targets:
+        if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.AsName)):
+            continue
+        targets = assignment_targets(node)
+        # Only `name = value` (one target) and `name: T = value` say what the name holds.
+        value = node.value if isinstance(node, cst.AnnAssign) or (isinstance(node, cst.Assign) and len(targets) == 1) else None
+        for target in targets:
             if isinstance(target, cst.Name):
                 seen[target.value] = value if target.value not in seen else None
             else:
-                for element in _flat_names(target):
+                for element in target_names(target):
                     seen[element] = None
     function._single_bindings = seen  # type: ignore[attr-defined]
     return seen
-
-
-def _flat_names(target: cst.CSTNode) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _flat_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _flat_names(target.value)
 
 
 def _annotation_of(function: FunctionInfo, name: str) -> Optional[cst.BaseExpression]:
@@ -330,13 +317,15 @@ def _module_bindings(module: ModuleInfo) -> dict[str, Optional[cst.BaseExpressio
             continue
         for small in statement.body:
             if isinstance(small, cst.Assign):
-                for target in small.targets:
-                    for name in _flat_names(target.target):
-                        single = isinstance(target.target, cst.Name) and len(small.targets) == 1
+                targets = assignment_targets(small)
+                for target in targets:
+                    for name in target_names(target):
+                        single = isinstance(target, cst.Name) and len(targets) == 1
                         seen[name] = small.value if single and name not in seen else None
             elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                for name in _flat_names(small.target):
-                    seen[name] = None
+                for target in assignment_targets(small):
+                    for name in target_names(target):
+                        seen[name] = None
     module._single_bindings = seen  # type: ignore[attr-defined]
     return seen
 

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from ...core.api_tables import tables
+from ...semantic.bindings import single_assignment
 from ...semantic.nodes import call_arguments, iter_body_nodes
 from ...semantic.project import FunctionInfo, Project
 from ..region import Region
@@ -21,11 +22,8 @@ def _yields(value: Optional[cst.BaseExpression], call: cst.Call) -> bool:
 
 
 def _assigned_target(statement: cst.CSTNode, call: cst.Call) -> Optional[cst.BaseExpression]:
-    if isinstance(statement, cst.Assign) and _yields(statement.value, call) and len(statement.targets) == 1:
-        return statement.targets[0].target
-    if isinstance(statement, cst.AnnAssign) and _yields(statement.value, call):
-        return statement.target
-    return None
+    target = single_assignment(statement)
+    return target if target is not None and _yields(statement.value, call) else None
 
 
 def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
