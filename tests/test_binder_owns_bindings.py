@@ -30,11 +30,6 @@ ALLOWED = {
     "also is (a read of `p`), for a binding the binder gave",
     "frameworks/ttnn/tensors.py::_binding_is_device": "reads the target of `p += q` as the operand "
     "it also is (a read of `p`), for a binding the binder gave",
-    "rules/lifecycle.py::_record_fields": "a dataclass's annotated fields, read beside TRC405's "
-    "`_callee`, which the argument-mapper work is rewriting; to ask `class_bindings` once merged",
-    "capture/capture_helpers.py::_stored_parameters": "the capture-helper parameter analysis, being "
-    "rewritten onto the one argument mapper by another branch; to ask the binder after that",
-    "capture/capture_helpers.py::_rebound": "the same capture-helper analysis (see above)",
 }
 
 

@@ -10,6 +10,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from ..semantic.bindings import assignment_targets
 from ..semantic.calls import CallResolver, callee_name
 from ..semantic.receivers import receiver_parameter
 from ..semantic.project import ClassInfo, FunctionInfo, ModuleInfo, Project
@@ -199,8 +200,7 @@ def _stored_parameters(init: FunctionInfo) -> dict[str, str]:
     stored: dict[str, str] = {}
     for node in init.nodes:
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in parameters:
-            for target in node.targets:
-                t = target.target
+            for t in assignment_targets(node):
                 if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
                     stored[t.attr.value] = node.value.value
     return stored
@@ -264,10 +264,7 @@ def contextmanager_regions(project: Project, resolver: CallResolver, regions: It
 
 def _rebound(function: FunctionInfo) -> set[str]:
     """Parameters assigned again in the body: no longer the caller's callable."""
-    bound = set()
-    for node in function.nodes:
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
-            bound.add(node.target.value)
+    bound = {t.value for node in function.nodes if isinstance(node, cst.Assign) for t in assignment_targets(node) if isinstance(t, cst.Name)}
     return bound & set(function.params)
 
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..semantic.calls import bind_record_fields, callee_name
 from ..semantic.receivers import receiver_parameter
-from ..semantic.bindings import assignment_targets, names_bound_by, single_assignment
+from ..semantic.bindings import assignment_targets, class_bindings, names_bound_by, single_assignment
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
 from ..frameworks.region import Region
@@ -1169,13 +1169,7 @@ class DeviceReach:
         definition = self.facts.definition(name) if name else None
         if definition is None or isinstance(definition, FunctionInfo) or self.facts.method(definition, "__init__") is not None:
             return None
-        fields = []
-        for statement in definition.node.body.body:
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                        fields.append(small.target.value)
-        return fields
+        return [name for name, bindings in class_bindings(definition.node).items() if any(isinstance(b.node, cst.AnnAssign) for b in bindings)]
 
     def _callee(self, call: cst.Call, function: FunctionInfo) -> Optional[FunctionInfo]:
         """The project function a call runs: its one target, or a project class's `__init__`."""
