@@ -30,24 +30,6 @@ def test_next_input_kept_under_another_name_than_the_freed_one():
     }
 
 
-def test_a_model_handed_to_a_constructor_is_reached_through_every_construction():
-    # Each generator stores an unannotated `model` parameter (generator.py); what it holds is
-    # what every construction in the project passes (demo.py). `Generator(Transformer())`:
-    # its captured decode reaches `Transformer.ttnn_decode_forward`'s host read (models.py:7).
-    # `DataParallelGenerator` gets a list of `ShardTransformer`s and indexes it in the
-    # capture: `.item()` (models.py:14). `PerformantRunner(Encoder())` hands the model on
-    # through `super().__init__` and `RunnerInfra(model, device)` to the infra object whose
-    # `run` calls it: `ttnn.from_device` (models.py:26). One construction of
-    # `OpenGenerator` passes `load_decoder(path)` (no return annotation): its model's class
-    # is unknown, though the other passes a `Decoder`, so `Decoder.forward`'s read
-    # (models.py:20) is not reported.
-    assert finding_set(PROJECTS / "constructor_model") == {
-        ("models.py", 7, "TRC102"),
-        ("models.py", 14, "TRC102"),
-        ("models.py", 26, "TRC102"),
-    }
-
-
 def test_a_parameter_rebound_before_the_free_is_not_freed():
     # `layer(hidden)` rebinds `hidden = ttnn.layer_norm(hidden)` before `attention` frees it
     # (decoder.py:12-13): the call frees a value `layer` made, not its argument, so the

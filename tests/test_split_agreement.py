@@ -26,19 +26,14 @@ def _padding(name: str) -> str:
     return "".join(f"\n\ndef {name}_pad_{i}(value):\n    total = value + {i}\n    return total * 2\n" for i in range(1200))
 
 
-def _padded_copy(tmp_path: Path, fixture: str, padded: tuple[str, ...]) -> Path:
-    """A copy of the fixture project with the named modules of `app/` padded."""
-    root = tmp_path / fixture
-    shutil.copytree(FIXTURES / fixture, root)
-    for name in padded:
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "split_chains"
+    shutil.copytree(FIXTURES / "split_chains", root)
+    for name in ("a", "b"):
         path = root / "app" / f"{name}.py"
         path.write_text(path.read_text() + _padding(name))
     return root
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return _padded_copy(tmp_path, "split_chains", ("a", "b"))
 
 
 def _findings(root: Path, *args: str) -> set[tuple]:
@@ -77,47 +72,3 @@ def test_a_cold_then_warm_cache_and_every_one_file_run_agree(project):
         expected = {f for f in EXPECTED if f[0] == name or name in f[3]}
         assert _findings(project, name) == expected, name
         assert _findings(project, name, "--no-cache") == expected, name
-
-
-# `fixtures/split_constructor`: `Generator` stores the model it is handed (an unannotated
-# parameter); its only construction, in demo.py, passes a `Transformer`, whose `decode`
-# reads the device back (models.py:7). The construction is in a file that holds no capture,
-# and generator.py and models.py (which do not import each other) are padded into different
-# analysis groups and shards: what the model is comes from the whole project in every split.
-CONSTRUCTED = {("app/models.py", 7, "TRC102", ("app/generator.py",))}
-
-
-@pytest.fixture
-def constructed(tmp_path: Path) -> Path:
-    return _padded_copy(tmp_path, "split_constructor", ("generator", "models"))
-
-
-@pytest.mark.parametrize("variant", [("--no-cache",), ("--no-cache", "-j2"), ("--no-cache", "-j8"), ("-j1",), ("-j2",)], ids=lambda v: " ".join(v))
-def test_a_constructed_model_is_the_same_in_every_split(constructed, variant):
-    assert _findings(constructed, ".", *variant) == CONSTRUCTED
-
-
-def test_a_constructed_model_in_one_file_runs_and_after_an_edit_of_the_construction(constructed):
-    assert _findings(constructed, ".") == CONSTRUCTED  # cold cache
-    for name in ("app/generator.py", "app/models.py", "app/demo.py"):
-        expected = {f for f in CONSTRUCTED if f[0] == name or name in f[3]}
-        assert _findings(constructed, name) == expected, name
-        assert _findings(constructed, name, "--no-cache") == expected, name
-    # A second construction passing a model of unknown class (a factory without a return
-    # annotation): the model is unknown, with the cache warm as without it.
-    demo = constructed / "app" / "demo.py"
-    before = demo.read_text()
-    demo.write_text(before.replace("from app.models import Transformer", "from app.models import Transformer, load_transformer")
-                    + "\n\ndef build_from(path, mesh_device):\n    return Generator(load_transformer(path), mesh_device)\n")
-    assert _findings(constructed, ".") == set()
-    assert _findings(constructed, "app/models.py") == set()
-    assert _findings(constructed, ".", "--no-cache") == set()
-    # The same construction added in a new file, the demo undone.
-    demo.write_text(before)
-    assert _findings(constructed, ".") == CONSTRUCTED
-    (constructed / "app" / "serve.py").write_text(
-        "from app.generator import Generator\nfrom app.models import load_transformer\n\n\n"
-        "def serve(path, mesh_device):\n    return Generator(load_transformer(path), mesh_device)\n"
-    )
-    assert _findings(constructed, ".") == set()
-    assert _findings(constructed, "app/generator.py") == set()

@@ -26,7 +26,7 @@ from .cli_helpers import FIXTURES, REPO
 # the observed ones about runtime records: both are tested on their own terms elsewhere).
 PROJECTS = sorted(
     [
-        *(FIXTURES / name for name in ("correct_trace", "interprocedural", "lexical_rules", "semantic", "split_chains", "split_constructor", "torch_correct", "torch_rules")),
+        *(FIXTURES / name for name in ("correct_trace", "interprocedural", "lexical_rules", "semantic", "split_chains", "torch_correct", "torch_rules")),
         *(path for group in ("helper_effects", "reach", "revised_rules") for path in (FIXTURES / group).iterdir() if path.is_dir() and path.name != "roots"),
     ]
 )

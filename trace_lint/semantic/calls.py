@@ -12,7 +12,6 @@ from typing import Optional
 import libcst as cst
 
 from ..core.api_tables import tables
-from .constructions import ConstructionArguments
 from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
@@ -59,8 +58,6 @@ class CallResolver:
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
         self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
-        # What every construction passes to an `__init__`'s unannotated parameters.
-        self.constructions = ConstructionArguments(self)
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -138,12 +135,6 @@ class CallResolver:
                 for found in self.value_classes(value, method, cls, depth + 1):
                     if found not in out:
                         out.append(found)
-            for method, value in owner.attribute_values.get(attribute, ()):
-                if isinstance(value, cst.Name):
-                    # `self.model = model`: the elements of what the name holds.
-                    for found in self.element_classes(value, method, cls, depth + 1):
-                        if found not in out:
-                            out.append(found)
         return out
 
     # -- values ----------------------------------------------------------------------------
@@ -225,10 +216,6 @@ class CallResolver:
                         for found in self.value_classes(item, function, self_class, depth + 1):
                             if found not in out:
                                 out.append(found)
-                elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is None:
-                    for found in self.constructions.classes(function, binding.node, elements=True):
-                        if found not in out:
-                            out.append(found)
             return out
         return []
 
@@ -304,8 +291,6 @@ class CallResolver:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
             elif binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
                 found = self._annotation_classes(binding.node.annotation.annotation, scope)
-            elif binding.kind == "param" and isinstance(binding.node, cst.Param):
-                found = self.constructions.classes(scope, binding.node)
             elif binding.kind == "loop":
                 found = self.loop_target_classes(binding, scope, own_self, depth + 1)
             for cls in found:
@@ -549,8 +534,6 @@ class CallResolver:
             return self._instance_calls(self.value_classes(value, scope, self_class, depth + 1))
         if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
             return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
-        if binding.kind == "param" and isinstance(binding.node, cst.Param):
-            return self._instance_calls(self.constructions.classes(scope, binding.node))
         if binding.kind == "loop":
             return self._instance_calls(self.loop_target_classes(binding, scope, self_class, depth + 1))
         return []
