@@ -4,7 +4,10 @@ reproduced in a minimal project of our own and checked through the real CLI with
 
 from __future__ import annotations
 
-from .cli_helpers import FIXTURES, finding_set
+import json
+from pathlib import Path
+
+from .cli_helpers import FIXTURES, finding_set, run_cli
 
 PROJECTS = FIXTURES / "model_shapes"
 
@@ -118,3 +121,19 @@ def test_a_class_helper_that_runs_its_callable_eagerly_until_warm():
     # `EagerOrGraph` has an `eager` method too, but its `run` records on the first call
     # without it: TRC404 at that construction site (talker.py:11).
     assert finding_set(PROJECTS / "warm_until_ready") == {("talker.py", 11, "TRC404")}
+
+
+def test_a_none_default_forwarded_down_keeps_its_branches_untaken():
+    # vllm-omni's ming aggregator: `Aggregator.forward(x)` leaves `mask=None`, rebinds
+    # `mask` only under `if mask is not None:`, and hands it down to the attention's own
+    # `if mask is not None:` with its `.item()`. On the unmasked capture that rebinding never
+    # runs, so `mask` is None two frames down and the host read is not captured work there:
+    # the TRC102 carries only the masked capture's chain.
+    project = PROJECTS / "forwarded_default"
+    result = run_cli("check", str(project), "--no-cache", "--output-format", "json")
+    assert result.returncode in (0, 1), result.stderr.decode()
+    found = {
+        (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
+        for item in json.loads(result.stdout)
+    }
+    assert found == {("blocks.py", 9, "TRC102", ("graphs.py:17",))}

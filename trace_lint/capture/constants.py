@@ -132,7 +132,7 @@ class ConstantParameters:
             dead: dict[int, frozenset[int]] = {}
             while True:
                 live, functions = self._live(root_id, edges, dead)
-                values = self._values(root_id, live, functions)
+                values = self._values(root_id, live, functions, dead)
                 found = {}
                 for function in functions:
                     nodes = self._dead_nodes(function, values)
@@ -173,8 +173,9 @@ class ConstantParameters:
         live = [e for e in edges if e[3] or (id(e[0]) in reached and id(e[1]) not in dead.get(id(e[0]), ()))]
         return live, list(reached.values())
 
-    def _values(self, root_id: int, live: list[tuple], functions: list[FunctionInfo]) -> dict[tuple[int, str], Value]:
-        """The greatest fixed point of each tested parameter's value over the live edges."""
+    def _values(self, root_id: int, live: list[tuple], functions: list[FunctionInfo], dead: dict[int, frozenset[int]]) -> dict[tuple[int, str], Value]:
+        """The greatest fixed point of each tested parameter's value over the live edges (an
+        argument's bindings in a branch this site never takes do not reach the call)."""
         into: dict[int, list[tuple]] = {}
         for edge in live:
             into.setdefault(id(edge[2]), []).append(edge)
@@ -190,7 +191,7 @@ class ConstantParameters:
             function_id, name = pair
             entries = forms[pair] = []
             for caller, call, target, seed, opaque in into.get(function_id, ()):
-                form = _UNKNOWN_FORM if opaque else self._form(caller, call, target, name)
+                form = _UNKNOWN_FORM if opaque else self._form(caller, call, target, name, dead.get(id(caller), _NONE_DEAD))
                 if seed:
                     form = (form[0] if not form[1] else UNKNOWN, frozenset())
                 entries.append((id(caller), form))
@@ -220,21 +221,23 @@ class ConstantParameters:
         return {pair: (UNKNOWN if value is TOP else value) for pair, value in values.items()}
 
     # -- arguments ---------------------------------------------------------------------------
-    def _form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str) -> Form:
+    def _form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int]) -> Form:
+        if dead:  # depends on the site's untaken branches: not kept
+            return self._argument_form(caller, call, target, name, dead)
         key = (id(call), id(target), name)
         found = self._forms.get(key)
         if found is None:
-            found = self._forms[key] = self._argument_form(caller, call, target, name)
+            found = self._forms[key] = self._argument_form(caller, call, target, name, dead)
         return found
 
-    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str) -> Form:
+    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int] = frozenset()) -> Form:
         if self._through_partial(call, caller):
             return _UNKNOWN_FORM  # `p = partial(f, sync=True); p()`: the partial's arguments count
         receiver, mapping = self.resolver.arguments(call, caller, target)
         if name == receiver:
             return _UNKNOWN_FORM
         if name in mapping:
-            return self._expression_form(mapping[name], caller, 0)
+            return self._expression_form(mapping[name], caller, 0, dead)
         if any(argument.star for argument in call.args):
             return _UNKNOWN_FORM
         default = _default(target, name)
@@ -266,7 +269,7 @@ class ConstantParameters:
             scope = scope.parent
         return False
 
-    def _expression_form(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int) -> Form:
+    def _expression_form(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int, dead: frozenset[int] = frozenset()) -> Form:
         value = _literal(expr)
         if value is not _NOT_LITERAL:
             return (_constant(value), frozenset())
@@ -283,7 +286,8 @@ class ConstantParameters:
         if name in bindings.declared_global or name in bindings.declared_nonlocal:
             return _UNKNOWN_FORM
         if bindings.binds(name):
-            return self._bindings_form(bindings.reaching(name, expr), function, depth, own=True)
+            reaching = [b for b in bindings.reaching(name, expr) if id(b.node) not in dead]
+            return self._bindings_form(reaching, function, depth, own=True, dead=dead)
         # A closure's variable: whatever any binding of it in the enclosing function holds.
         scope = function.parent
         while scope is not None:
@@ -294,13 +298,13 @@ class ConstantParameters:
             scope = scope.parent
         return _UNKNOWN_FORM
 
-    def _bindings_form(self, bindings, function: FunctionInfo, depth: int, own: bool) -> Form:
+    def _bindings_form(self, bindings, function: FunctionInfo, depth: int, own: bool, dead: frozenset[int] = frozenset()) -> Form:
         total: Optional[Form] = None
         for binding in bindings:
             if binding.kind == "param" and own:
                 form: Form = (TOP, frozenset({binding.name}))
             elif binding.kind in ("assign", "annassign", "walrus") and binding.value is not None:
-                form = self._expression_form(binding.value, function, depth + 1)
+                form = self._expression_form(binding.value, function, depth + 1, dead)
                 if not own and form[1]:
                     return _UNKNOWN_FORM  # the enclosing function's parameters are not this edge's
             else:
@@ -375,6 +379,9 @@ class ConstantParameters:
                     for statement in siblings[siblings.index(node) + 1 :]:
                         dead |= _subtree(statement)
         return frozenset(dead)
+
+
+_NONE_DEAD: frozenset[int] = frozenset()
 
 
 def _never_none_form(form: Form) -> bool:
