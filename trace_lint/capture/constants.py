@@ -84,6 +84,9 @@ def _literal(expr: cst.BaseExpression):
 _MADE = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.FormattedString, cst.Lambda)
 
 
+# No untaken branches (yet) in a function.
+_NONE_DEAD: frozenset[int] = frozenset()
+
 class ConstantParameters:
     def __init__(self, resolver: CallResolver):
         self.resolver = resolver
@@ -222,15 +225,14 @@ class ConstantParameters:
 
     # -- arguments ---------------------------------------------------------------------------
     def _form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int]) -> Form:
-        if dead:  # depends on the site's untaken branches: not kept
-            return self._argument_form(caller, call, target, name, dead)
-        key = (id(call), id(target), name)
+        # The caller's untaken branches for this site are part of the answer.
+        key = (id(call), id(target), name, dead)
         found = self._forms.get(key)
         if found is None:
             found = self._forms[key] = self._argument_form(caller, call, target, name, dead)
         return found
 
-    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int] = frozenset()) -> Form:
+    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int] = _NONE_DEAD) -> Form:
         if self._through_partial(call, caller):
             return _UNKNOWN_FORM  # `p = partial(f, sync=True); p()`: the partial's arguments count
         receiver, mapping = self.resolver.arguments(call, caller, target)
@@ -269,7 +271,7 @@ class ConstantParameters:
             scope = scope.parent
         return False
 
-    def _expression_form(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int, dead: frozenset[int] = frozenset()) -> Form:
+    def _expression_form(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int, dead: frozenset[int] = _NONE_DEAD) -> Form:
         value = _literal(expr)
         if value is not _NOT_LITERAL:
             return (_constant(value), frozenset())
@@ -298,7 +300,7 @@ class ConstantParameters:
             scope = scope.parent
         return _UNKNOWN_FORM
 
-    def _bindings_form(self, bindings, function: FunctionInfo, depth: int, own: bool, dead: frozenset[int] = frozenset()) -> Form:
+    def _bindings_form(self, bindings, function: FunctionInfo, depth: int, own: bool, dead: frozenset[int] = _NONE_DEAD) -> Form:
         total: Optional[Form] = None
         for binding in bindings:
             if binding.kind == "param" and own:
@@ -379,9 +381,6 @@ class ConstantParameters:
                     for statement in siblings[siblings.index(node) + 1 :]:
                         dead |= _subtree(statement)
         return frozenset(dead)
-
-
-_NONE_DEAD: frozenset[int] = frozenset()
 
 
 def _never_none_form(form: Form) -> bool:
