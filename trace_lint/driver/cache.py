@@ -6,6 +6,10 @@ modules), so the key covers the content hash of every checked file with its path
 name, the files named on the command line, the settings (`Settings.cache_key()`, the config
 root) and the tool version. A warm run then only discovers, reads and hashes files.
 
+Admissions (`Admissions`): per-file facts, what the prefilter admits, by content hash,
+module name and package flag, keyed by the prefilter and the tool: a run asks the prefilter
+only about contents it has not seen.
+
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
 run picks what it reports, keyed by the project's files without their contents, and stored
 per group of candidate files (each group one engine run) with the files its findings can
@@ -406,6 +410,53 @@ def _group_data(group: GroupRecord) -> dict:
     }
 
 
+class Admissions:
+    """Per-file facts of one prefilter: whether it admits a file, by the file's content
+    hash, module name and whether it is a package's `__init__` (what `Prefilter.admits`
+    reads). A run asks the prefilter only about contents it has not seen; the answer is a
+    pure function of these, so a stored one is the one it would give."""
+
+    def __init__(self, known: Optional[dict[tuple[str, str, bool], bool]] = None):
+        self.known: dict[tuple[str, str, bool], bool] = dict(known or {})
+        # The keys this run asked for, in order, and whether any answer was new.
+        self.used: dict[tuple[str, str, bool], bool] = {}
+        self.new = False
+
+    def admits(self, key: tuple[str, str, bool], decide) -> bool:
+        found = self.known.get(key)
+        if found is None:
+            found = self.known[key] = bool(decide())
+            self.new = True
+        self.used[key] = found
+        return found
+
+    def kept(self) -> dict[tuple[str, str, bool], bool]:
+        """What to store: this run's answers first, then as many of the others (an undone
+        edit finds its file's answer)."""
+        kept = dict(self.used)
+        for key, value in self.known.items():
+            if len(kept) >= 2 * len(self.used) + ADMISSIONS_SPARE:
+                break
+            kept.setdefault(key, value)
+        return kept
+
+
+# Stored admissions beyond twice the files of the run that stored them.
+ADMISSIONS_SPARE = 256
+ADMISSION_KEYS = frozenset({"format", "version", "key", "entries", "digest"})
+
+
+def admissions_key(prefilter) -> str:
+    """Everything a prefilter's answers depend on besides the file: its targets, words and
+    stand-ins, and this tool."""
+    digest = hashlib.blake2b(digest_size=20)
+    # Sorted: the order they are tried in changes how fast an answer comes, not the answer.
+    words = sorted({word.decode("latin-1") for word in prefilter.words})
+    parts = [sorted(set(prefilter.targets)), words, sorted(set(prefilter.stand_ins))]
+    digest.update(json.dumps(["admissions", FORMAT, __version__, tool_fingerprint(), *parts]).encode())
+    return digest.hexdigest()
+
+
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
@@ -475,6 +526,37 @@ class ResultCache:
             self._prune(pattern)
         except OSError:
             pass
+
+    # -- per-file admissions ------------------------------------------------------------------
+    def _admissions_entry(self, key: str) -> Path:
+        return self.folder / f"admitted-{key}.json"
+
+    def load_admissions(self, key: str) -> Admissions:
+        """The stored answers of the prefilter of `key` (none where missing or damaged)."""
+        self.last_rejection = ""
+        found = self._read(self._admissions_entry(key), lambda data: self._decode_admissions(data, key))
+        return found if found is not None else Admissions()
+
+    def _decode_admissions(self, data: bytes, key: str) -> Admissions:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, ADMISSION_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        items = _list(entry["entries"], MAX_INT)
+        if entry["digest"] != findings_digest(items):
+            raise BadEntry("admissions that do not match their digest")
+        known = {}
+        for item in items:
+            content, name, is_package, admitted = _list(item, 4, 4)
+            if type(content) is not str or not HASH.fullmatch(content) or type(is_package) is not bool or type(admitted) is not bool:
+                raise BadEntry("a bad admission")
+            known[(content, _text(name), is_package)] = admitted
+        return Admissions(known)
+
+    def store_admissions(self, key: str, admissions: Admissions) -> None:
+        items = [[content, name, is_package, admitted] for (content, name, is_package), admitted in admissions.kept().items()]
+        data = {"format": FORMAT, "version": __version__, "key": key, "entries": items, "digest": findings_digest(items)}
+        self._write(self._admissions_entry(key), data, "admitted-*.json")
 
     # -- analysis records -------------------------------------------------------------------
     def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..driver.cache import AnalysisRecord, ResultCache
+from ..driver.cache import Admissions, AnalysisRecord, ResultCache
 from ..driver.checker import RunInputs
 from ..frontend.source import PACKAGE_FILES
 
@@ -244,6 +244,8 @@ class KeptResultCache(ResultCache):
         super().__init__(folder)
         self._decoded: _UsedDict = _UsedDict()
         self._pending: list = []
+        # Prefilter key -> its answers, read from disk once and kept up to date.
+        self._admissions: dict[str, dict] = {}
 
     def flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -258,6 +260,16 @@ class KeptResultCache(ResultCache):
             self._read(self._analysis_entry(key, record.hashes), lambda data: self._decode_analysis(data, key, files))
 
         self._pending.append(write)
+
+    def load_admissions(self, key: str) -> Admissions:
+        known = self._admissions.get(key)
+        if known is None:
+            known = self._admissions[key] = super().load_admissions(key).known
+        return Admissions(known)
+
+    def store_admissions(self, key: str, admissions: Admissions) -> None:
+        self._admissions[key] = admissions.kept()
+        self._pending.append(lambda: ResultCache.store_admissions(self, key, admissions))
 
     def store(self, key: str, findings, files_checked: int) -> None:
         self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))

@@ -1,0 +1,132 @@
+"""Per-file facts cached by content (`cache.Admissions`): what the prefilter admits is kept by
+each file's content hash, module name and package flag, so a run asks the prefilter only
+about contents it has not seen. Every test compares with a run without the cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trace_lint.core.config import load_settings
+from trace_lint.driver.cache import ResultCache, admissions_key, findings_digest
+from trace_lint.driver.checker import check
+from trace_lint.frameworks import prefilter_for
+from trace_lint.frontend.prefilter import Prefilter
+
+from .test_analysis_reuse import _project
+
+
+class Asked:
+    """The module names the prefilter is asked about."""
+
+    def __init__(self, monkeypatch):
+        self.names: list[str] = []
+        real = Prefilter.admits
+
+        def admits(prefilter, data, module_name, is_package):
+            self.names.append(module_name)
+            return real(prefilter, data, module_name, is_package)
+
+        monkeypatch.setattr(Prefilter, "admits", admits)
+
+
+def _findings(root: Path, cache=None):
+    result = check([root], load_settings(root), cache=cache, whole_program=True)
+    return [(f.filename, f.location.row, f.code, [[(s.filename, s.location.row) for s in c] for c in f.chains]) for f in result.findings], result.errors
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = _project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    return root
+
+
+def _entry(tmp_path: Path) -> Path:
+    (entry,) = (tmp_path / "cache").glob("admitted-*.json")
+    return entry
+
+
+def test_after_an_edit_only_the_edited_file_is_asked(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    first = _findings(project, cache)
+    asked = Asked(monkeypatch)
+    # A capture moves into a file the prefilter did not admit: its answer changes.
+    runner = (project / "pkg" / "runner.py").read_text()
+    (project / "pkg" / "plain.py").write_text(runner.replace("def capture", "def capture_again"))
+    edited = _findings(project, cache)
+    assert asked.names == ["pkg.plain"]
+    assert edited == _findings(project)
+    assert edited != first  # the model's finding is now reached from two captures
+    # Undoing the edit finds the answer of the content before it.
+    asked.names.clear()
+    (project / "pkg" / "plain.py").write_text("def scale(values, factor):\n    return [v * factor for v in values]\n")
+    assert _findings(project, cache) == first
+    assert asked.names == []
+
+
+def test_every_stored_answer_is_the_prefilters(project, tmp_path):
+    _findings(project, ResultCache(tmp_path / "cache"))
+    prefilter = prefilter_for(load_settings(project))
+    entry = json.loads(_entry(tmp_path).read_text())
+    assert entry["key"] == admissions_key(prefilter)
+    stored = {name: admitted for _content, name, _package, admitted in entry["entries"]}
+    files = {"pkg": project / "pkg" / "__init__.py", **{f"pkg.{p.stem}": p for p in (project / "pkg").glob("*.py") if p.stem != "__init__"}}
+    assert stored.keys() == files.keys()
+    assert stored == {name: prefilter.admits(path.read_bytes(), name, path.name == "__init__.py") for name, path in files.items()}
+    assert sorted(name for name, admitted in stored.items() if admitted) == ["pkg.runner"]
+
+
+def _reseal(text: str, **changes) -> str:
+    entry = dict(json.loads(text), **changes)
+    entry["digest"] = findings_digest(entry["entries"])
+    return json.dumps(entry)
+
+
+def _flipped(text: str) -> str:
+    entry = json.loads(text)
+    entry["entries"] = [[c, n, p, not a] for c, n, p, a in entry["entries"]]
+    return json.dumps(entry)
+
+
+ENTRY_FAULTS = {
+    "torn": lambda text: text[: len(text) // 2],
+    "answers flipped, digest kept": _flipped,
+    "a hash that is no hash": lambda text: _reseal(text, entries=[["xyz", n, p, a] for _c, n, p, a in json.loads(text)["entries"]]),
+    "an answer that is no bool": lambda text: _reseal(text, entries=[[c, n, p, 1] for c, n, p, _a in json.loads(text)["entries"]]),
+    "another key": lambda text: _reseal(text, key="0" * 40),
+    "an extra key": lambda text: _reseal(text, extra=1),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(ENTRY_FAULTS))
+def test_a_damaged_entry_is_never_served(fault, project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    _findings(project, cache)
+    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
+        stale.unlink()
+    entry = _entry(tmp_path)
+    entry.write_text(ENTRY_FAULTS[fault](entry.read_text()))
+    asked = Asked(monkeypatch)
+    assert _findings(project, cache) == _findings(project)
+    # Not served: the prefilter is asked about every file again.
+    assert sorted(set(asked.names)) == ["pkg", "pkg.model", "pkg.other", "pkg.plain", "pkg.runner"]
+    # Rewritten: the next run asks nothing.
+    asked.names.clear()
+    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
+        stale.unlink()
+    _findings(project, cache)
+    assert asked.names == []
+
+
+def test_another_prefilter_asks_again(project, tmp_path, monkeypatch):
+    cache = ResultCache(tmp_path / "cache")
+    _findings(project, cache)
+    # A configured capture helper is a target of its own: the stored answers are not its.
+    (project / "pyproject.toml").write_text('[tool.trace-lint]\ncapture-helpers = ["pkg.plain.scale"]\n')
+    asked = Asked(monkeypatch)
+    assert _findings(project, cache) == _findings(project)
+    assert "pkg.plain" in asked.names
+    assert len(list((tmp_path / "cache").glob("admitted-*.json"))) == 2
