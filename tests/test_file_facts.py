@@ -111,6 +111,7 @@ def test_a_damaged_entry_is_never_served(fault, project, tmp_path, monkeypatch):
     entry.write_text(ENTRY_FAULTS[fault](entry.read_text()))
     asked = Asked(monkeypatch)
     assert _findings(project, cache) == _findings(project)
+    assert cache.facts_rejections["admitted"] or fault == "another key"  # another key is another entry
     # Not served: the prefilter is asked about every file again.
     assert sorted(set(asked.names)) == ["pkg", "pkg.model", "pkg.other", "pkg.plain", "pkg.runner"]
     # Rewritten: the next run asks nothing.
@@ -130,3 +131,105 @@ def test_another_prefilter_asks_again(project, tmp_path, monkeypatch):
     assert _findings(project, cache) == _findings(project)
     assert "pkg.plain" in asked.names
     assert len(list((tmp_path / "cache").glob("admitted-*.json"))) == 2
+
+
+# -- the syntax limits' scans ------------------------------------------------------------------
+
+NESTED = "import ttnn\n\n\ndef capture(device):\n    tid = ttnn.begin_trace_capture(device, cq_id=0)\n    x = " + "(" * 201 + "1" + ")" * 201 + "\n    ttnn.end_trace_capture(device, tid, cq_id=0)\n"
+TABBED = "import ttnn\n\n\ndef capture(device, x):\n\ttid = ttnn.begin_trace_capture(device, cq_id=0)\n\ttry:\n\t\ty = ttnn.relu(x)\n\tfinally:\n\t\tttnn.end_trace_capture(device, tid, cq_id=0)\n\treturn y\n"
+
+
+class Scanned:
+    """The first line of every text the syntax limits scan."""
+
+    def __init__(self, monkeypatch):
+        from trace_lint.frontend import syntax_limits
+
+        self.texts: list[str] = []
+        real = syntax_limits.scan
+
+        def scan(text):
+            self.texts.append(text)
+            return real(text)
+
+        monkeypatch.setattr(syntax_limits, "scan", scan)
+
+
+def _limits_project(root: Path) -> Path:
+    _project(root)
+    (root / "pkg" / "nested.py").write_text(NESTED)  # refused: TRC001
+    (root / "pkg" / "tabbed.py").write_text(TABBED)  # tabs in indentation: rewritten
+    return root
+
+
+def _scans_entry(tmp_path: Path) -> Path:
+    (entry,) = (tmp_path / "cache").glob("scans-*.json")
+    return entry
+
+
+def test_every_stored_scan_is_the_scanners(tmp_path, monkeypatch):
+    from trace_lint.frontend.syntax_limits import scan, text_digest
+
+    root = _limits_project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    found = _findings(root, ResultCache(tmp_path / "cache"))
+    assert ("pkg/nested.py", 6, "TRC001", []) in found[0]
+    entries = json.loads(_scans_entry(tmp_path).read_text())["entries"]
+    texts = {text_digest(p.read_text()): p.name for p in (root / "pkg").glob("*.py")}
+    stored = {texts[digest]: (refusal, edits, reduced) for digest, refusal, edits, reduced in entries}
+    assert {"nested.py", "tabbed.py", "runner.py", "model.py"} <= stored.keys()
+    for name, (refusal, edits, reduced) in stored.items():
+        expected = scan((root / "pkg" / name).read_text())
+        assert refusal == (None if expected[0] is None else [expected[0].message, expected[0].line, expected[0].column])
+        assert (edits, reduced) == ([list(edit) for edit in expected[1]], expected[2])
+    assert stored["nested.py"][0] is not None and stored["tabbed.py"][1] != []
+
+
+def test_a_run_scans_only_texts_it_has_not_seen(tmp_path, monkeypatch):
+    root = _limits_project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    first = _findings(root, cache)
+    scanned = Scanned(monkeypatch)
+    # The runner's group runs again: every file it reads is loaded, only the runner scanned.
+    (root / "pkg" / "runner.py").write_text((root / "pkg" / "runner.py").read_text() + "\n# edited\n")
+    edited = _findings(root, cache)
+    assert [text.endswith("# edited\n") for text in scanned.texts] == [True]
+    assert edited == first == _findings(root)
+    # Without the analysis records, every file the run loads comes from the stored scans.
+    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
+        stale.unlink()
+    scanned.texts.clear()
+    assert _findings(root, cache) == first
+    assert scanned.texts == []
+
+
+def _refusal_added(text: str) -> str:
+    entry = json.loads(text)
+    entry["entries"] = [[d, ["made up", 1, 1], e, r] for d, _refusal, e, r in entry["entries"]]
+    return json.dumps(entry)
+
+
+SCAN_FAULTS = {
+    "torn": lambda text: text[: len(text) // 2],
+    "a refusal added, digest kept": _refusal_added,
+    "an edit of no kind": lambda text: _reseal(text, entries=[[d, f, [[0, 1, "shout"]], r] for d, f, _e, r in json.loads(text)["entries"]]),
+    "an edit ending before its start": lambda text: _reseal(text, entries=[[d, f, [[5, 1, "space"]], r] for d, f, _e, r in json.loads(text)["entries"]]),
+    "a refusal at line 0": lambda text: _reseal(text, entries=[[d, ["x", 0, 1], e, r] for d, _f, e, r in json.loads(text)["entries"]]),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(SCAN_FAULTS))
+def test_a_damaged_scan_entry_is_never_served(fault, tmp_path, monkeypatch):
+    root = _limits_project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    _findings(root, cache)
+    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
+        stale.unlink()
+    entry = _scans_entry(tmp_path)
+    entry.write_text(SCAN_FAULTS[fault](entry.read_text()))
+    scanned = Scanned(monkeypatch)
+    assert _findings(root, cache) == _findings(root)
+    assert cache.facts_rejections["scans"]
+    assert len(scanned.texts) > 2  # scanned again, not served

@@ -6,9 +6,10 @@ modules), so the key covers the content hash of every checked file with its path
 name, the files named on the command line, the settings (`Settings.cache_key()`, the config
 root) and the tool version. A warm run then only discovers, reads and hashes files.
 
-Admissions (`Admissions`): per-file facts, what the prefilter admits, by content hash,
-module name and package flag, keyed by the prefilter and the tool: a run asks the prefilter
-only about contents it has not seen.
+Per-file facts (`core.file_facts.FileFacts`), each kind in an entry of its own: what the
+prefilter admits, by content hash, module name and package flag, under the prefilter's key;
+the syntax limits' scan of a text (`syntax_limits.scan`), by the text's digest, under the
+tool's. A run computes only the facts it has not seen.
 
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
 run picks what it reports, keyed by the project's files without their contents, and stored
@@ -37,8 +38,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
+from ..core.file_facts import FileFacts
 from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
+from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
 FORMAT = 4
@@ -410,40 +413,51 @@ def _group_data(group: GroupRecord) -> dict:
     }
 
 
-class Admissions:
-    """Per-file facts of one prefilter: whether it admits a file, by the file's content
-    hash, module name and whether it is a package's `__init__` (what `Prefilter.admits`
-    reads). A run asks the prefilter only about contents it has not seen; the answer is a
-    pure function of these, so a stored one is the one it would give."""
-
-    def __init__(self, known: Optional[dict[tuple[str, str, bool], bool]] = None):
-        self.known: dict[tuple[str, str, bool], bool] = dict(known or {})
-        # The keys this run asked for, in order, and whether any answer was new.
-        self.used: dict[tuple[str, str, bool], bool] = {}
-        self.new = False
-
-    def admits(self, key: tuple[str, str, bool], decide) -> bool:
-        found = self.known.get(key)
-        if found is None:
-            found = self.known[key] = bool(decide())
-            self.new = True
-        self.used[key] = found
-        return found
-
-    def kept(self) -> dict[tuple[str, str, bool], bool]:
-        """What to store: this run's answers first, then as many of the others (an undone
-        edit finds its file's answer)."""
-        kept = dict(self.used)
-        for key, value in self.known.items():
-            if len(kept) >= 2 * len(self.used) + ADMISSIONS_SPARE:
-                break
-            kept.setdefault(key, value)
-        return kept
+FACTS_KEYS = frozenset({"format", "version", "key", "entries", "digest"})
 
 
-# Stored admissions beyond twice the files of the run that stored them.
-ADMISSIONS_SPARE = 256
-ADMISSION_KEYS = frozenset({"format", "version", "key", "entries", "digest"})
+def _admission_item(item) -> tuple[tuple[str, str, bool], bool]:
+    content, name, is_package, admitted = _list(item, 4, 4)
+    if type(content) is not str or not HASH.fullmatch(content) or type(is_package) is not bool or type(admitted) is not bool:
+        raise BadEntry("a bad admission")
+    return (content, _text(name), is_package), admitted
+
+
+EDIT_KINDS = frozenset({"blank", "indent", "elif", "space"})
+
+
+def _scan_item(item):
+    """A scan of `syntax_limits` (refusal, edits, reduced) by its text's digest."""
+    digest, refusal, edits, reduced = _list(item, 4, 4)
+    if type(digest) is not str or not HASH.fullmatch(digest) or type(reduced) is not bool:
+        raise BadEntry("a bad scan")
+    if refusal is not None:
+        message, line, column = _list(refusal, 3, 3)
+        refusal = Refusal(_text(message), _int(line, 1), _int(column, 1))
+    spans = []
+    for edit in _list(edits, MAX_INT):
+        start, end, kind = _list(edit, 3, 3)
+        if kind not in EDIT_KINDS or _int(end, 0) < _int(start, 0):
+            raise BadEntry("a bad edit of a scan")
+        spans.append((start, end, kind))
+    return digest, (refusal, spans, reduced)
+
+
+def _scan_data(digest: str, scan) -> list:
+    refusal, edits, reduced = scan
+    return [digest, None if refusal is None else [refusal.message, refusal.line, refusal.column], [list(edit) for edit in edits], reduced]
+
+
+# kind -> (encode one (key, fact), decode one stored item into (key, fact)).
+FACT_CODECS = {
+    "admitted": (lambda key, admitted: [*key, admitted], _admission_item),
+    "scans": (_scan_data, _scan_item),
+}
+
+
+def scans_key() -> str:
+    """What a scan depends on besides its text: this tool (its limits are code)."""
+    return hashlib.blake2b(json.dumps(["scans", FORMAT, __version__, tool_fingerprint()]).encode(), digest_size=20).hexdigest()
 
 
 def admissions_key(prefilter) -> str:
@@ -462,6 +476,7 @@ class ResultCache:
         self.folder = folder
         # Why the last load found no usable entry ("" for a hit or a plain miss); for tests.
         self.last_rejection = ""
+        self.facts_rejections: dict[str, str] = {}
 
     def _entry(self, key: str) -> Path:
         return self.folder / f"results-{key}.json"
@@ -527,36 +542,34 @@ class ResultCache:
         except OSError:
             pass
 
-    # -- per-file admissions ------------------------------------------------------------------
-    def _admissions_entry(self, key: str) -> Path:
-        return self.folder / f"admitted-{key}.json"
+    # -- per-file facts --------------------------------------------------------------------
+    def _facts_entry(self, kind: str, key: str) -> Path:
+        return self.folder / f"{kind}-{key}.json"
 
-    def load_admissions(self, key: str) -> Admissions:
-        """The stored answers of the prefilter of `key` (none where missing or damaged)."""
-        self.last_rejection = ""
-        found = self._read(self._admissions_entry(key), lambda data: self._decode_admissions(data, key))
-        return found if found is not None else Admissions()
+    def load_facts(self, kind: str, key: str) -> FileFacts:
+        """The stored facts of `kind` under `key` (none where missing or damaged; why a
+        damaged one was not served goes to `facts_rejections[kind]`, not `last_rejection`)."""
+        records_rejection, self.last_rejection = self.last_rejection, ""
+        decode_item = FACT_CODECS[kind][1]
+        found = self._read(self._facts_entry(kind, key), lambda data: self._decode_facts(data, key, decode_item))
+        self.facts_rejections[kind], self.last_rejection = self.last_rejection, records_rejection
+        return found if found is not None else FileFacts()
 
-    def _decode_admissions(self, data: bytes, key: str) -> Admissions:
+    def _decode_facts(self, data: bytes, key: str, decode_item) -> FileFacts:
         entry = json.loads(data.decode("utf-8"))
-        _keys(entry, ADMISSION_KEYS)
+        _keys(entry, FACTS_KEYS)
         if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
             raise BadEntry("an entry of another version or key")
         items = _list(entry["entries"], MAX_INT)
         if entry["digest"] != findings_digest(items):
-            raise BadEntry("admissions that do not match their digest")
-        known = {}
-        for item in items:
-            content, name, is_package, admitted = _list(item, 4, 4)
-            if type(content) is not str or not HASH.fullmatch(content) or type(is_package) is not bool or type(admitted) is not bool:
-                raise BadEntry("a bad admission")
-            known[(content, _text(name), is_package)] = admitted
-        return Admissions(known)
+            raise BadEntry("facts that do not match their digest")
+        return FileFacts(dict(decode_item(item) for item in items))
 
-    def store_admissions(self, key: str, admissions: Admissions) -> None:
-        items = [[content, name, is_package, admitted] for (content, name, is_package), admitted in admissions.kept().items()]
+    def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
+        encode_item = FACT_CODECS[kind][0]
+        items = [encode_item(fact_key, value) for fact_key, value in facts.kept().items()]
         data = {"format": FORMAT, "version": __version__, "key": key, "entries": items, "digest": findings_digest(items)}
-        self._write(self._admissions_entry(key), data, "admitted-*.json")
+        self._write(self._facts_entry(kind, key), data, f"{kind}-*.json")
 
     # -- analysis records -------------------------------------------------------------------
     def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:

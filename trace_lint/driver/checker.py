@@ -244,7 +244,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
         from .cache import admissions_key
 
         key = admissions_key(prefilter)
-        admissions = cache.load_admissions(key)
+        admissions = cache.load_facts("admitted", key)
     for index, (path, name, _display, text, _explicit) in enumerate(entries):
         data = raw.get(index)
         if data is None:
@@ -254,13 +254,13 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
                 return None
         is_package = path.name in PACKAGE_FILES
         if admissions is not None:
-            found = admissions.admits((hashes[index][2], name[0], is_package), lambda: inputs.admits(prefilter, data, name[0], is_package))
+            found = admissions.get((hashes[index][2], name[0], is_package), lambda: inputs.admits(prefilter, data, name[0], is_package))
         else:
             found = inputs.admits(prefilter, data, name[0], is_package)
         if found:
             admitted.append(index)
     if admissions is not None and admissions.new:
-        cache.store_admissions(key, admissions)
+        cache.store_facts("admitted", key, admissions)
     return admitted
 
 
@@ -285,6 +285,23 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
                 progress.start(len(entries))
                 progress.finish()
             return _finished(settled)
+    if cache is None:
+        return _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
+    from ..frontend.syntax_limits import KnownScans
+    from .cache import scans_key
+
+    # Each file's syntax-limits scan (TRC001's measure, before any parser sees the text) is
+    # a fact of its text: a run scans only the texts the cache has not seen.
+    with KnownScans(cache.load_facts("scans", scans_key()).known) as scans:
+        findings = _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
+    if scans.new:
+        cache.store_facts("scans", scans_key(), scans)
+    return findings
+
+
+def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: list) -> list[Finding]:
+    """The analysis of the project (`_analyse` once nothing could be answered from the cache)."""
+    from ..frontend.prefilter import enabled as prefilter_enabled
     from ..semantic.project import ModuleInfo, Project
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
