@@ -44,6 +44,12 @@ def project(tmp_path, monkeypatch):
     return root
 
 
+def _forget_runs(tmp_path: Path) -> None:
+    """Drop the cached results and analysis records: the next run analyses, from the facts."""
+    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
+        stale.unlink()
+
+
 def _entry(tmp_path: Path) -> Path:
     (entry,) = (tmp_path / "cache").glob("admitted-*.json")
     return entry
@@ -105,8 +111,7 @@ ENTRY_FAULTS = {
 def test_a_damaged_entry_is_never_served(fault, project, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "cache")
     _findings(project, cache)
-    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
-        stale.unlink()
+    _forget_runs(tmp_path)
     entry = _entry(tmp_path)
     entry.write_text(ENTRY_FAULTS[fault](entry.read_text()))
     asked = Asked(monkeypatch)
@@ -116,8 +121,7 @@ def test_a_damaged_entry_is_never_served(fault, project, tmp_path, monkeypatch):
     assert sorted(set(asked.names)) == ["pkg", "pkg.model", "pkg.other", "pkg.plain", "pkg.runner"]
     # Rewritten: the next run asks nothing.
     asked.names.clear()
-    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
-        stale.unlink()
+    _forget_runs(tmp_path)
     _findings(project, cache)
     assert asked.names == []
 
@@ -197,8 +201,7 @@ def test_a_run_scans_only_texts_it_has_not_seen(tmp_path, monkeypatch):
     assert [text.endswith("# edited\n") for text in scanned.texts] == [True]
     assert edited == first == _findings(root)
     # Without the analysis records, every file the run loads comes from the stored scans.
-    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
-        stale.unlink()
+    _forget_runs(tmp_path)
     scanned.texts.clear()
     assert _findings(root, cache) == first
     assert scanned.texts == []
@@ -219,17 +222,129 @@ SCAN_FAULTS = {
 }
 
 
-@pytest.mark.parametrize("fault", sorted(SCAN_FAULTS))
-def test_a_damaged_scan_entry_is_never_served(fault, tmp_path, monkeypatch):
+def _damaged_run(tmp_path: Path, monkeypatch, entry_of, damage, counter):
+    """A cached run, its entry damaged, then a run from the cache: (its findings, the
+    no-cache findings, what `counter` saw it recompute)."""
     root = _limits_project(tmp_path / "project")
     monkeypatch.chdir(root)
     cache = ResultCache(tmp_path / "cache")
     _findings(root, cache)
-    for stale in [*(tmp_path / "cache").glob("results-*.json"), *(tmp_path / "cache").glob("analysis-*.json")]:
-        stale.unlink()
-    entry = _scans_entry(tmp_path)
-    entry.write_text(SCAN_FAULTS[fault](entry.read_text()))
-    scanned = Scanned(monkeypatch)
-    assert _findings(root, cache) == _findings(root)
+    _forget_runs(tmp_path)
+    entry = entry_of(tmp_path)
+    entry.write_text(damage(entry.read_text()))
+    seen = counter(monkeypatch)
+    served = _findings(root, cache)
+    recomputed = list(seen.texts)
+    return served, _findings(root), recomputed, cache
+
+
+@pytest.mark.parametrize("fault", sorted(SCAN_FAULTS))
+def test_a_damaged_scan_entry_is_never_served(fault, tmp_path, monkeypatch):
+    def scans_alone(tmp_path: Path) -> Path:
+        # A module loaded from its outline facts needs no scan (they are kept only for texts
+        # the limits leave as they are): without them, every loaded text is scanned.
+        _outlines_entry(tmp_path).unlink()
+        return _scans_entry(tmp_path)
+
+    served, uncached, scanned, cache = _damaged_run(tmp_path, monkeypatch, scans_alone, SCAN_FAULTS[fault], Scanned)
+    assert served == uncached
     assert cache.facts_rejections["scans"]
-    assert len(scanned.texts) > 2  # scanned again, not served
+    assert len(scanned) > 2  # scanned again, not served
+
+
+# -- module outlines -------------------------------------------------------------------------
+
+
+def _outlines_entry(tmp_path: Path) -> Path:
+    (entry,) = (tmp_path / "cache").glob("outlines-*.json")
+    return entry
+
+
+def _outline_of(path: Path, names: tuple, package: bool):
+    from trace_lint.semantic.project import ModuleInfo
+
+    module = ModuleInfo(path, names, path.name)
+    module.load()
+    assert module.has_outline and module.is_package == package
+    return module._outline_data()
+
+
+def test_every_stored_outline_is_what_loading_reads(tmp_path, monkeypatch):
+    from trace_lint.frontend.syntax_limits import text_digest
+
+    root = _limits_project(tmp_path / "project")
+    # The same text in two packages: a relative import names two modules.
+    for package in ("left", "right"):
+        (root / "pkg" / package).mkdir()
+        (root / "pkg" / package / "__init__.py").write_text("")
+        (root / "pkg" / package / "use.py").write_text("import ttnn\n\nfrom .helpers import relu\n\n\ndef capture(device, x):\n    tid = ttnn.begin_trace_capture(device, cq_id=0)\n    y = relu(x)\n    ttnn.end_trace_capture(device, tid, cq_id=0)\n    return y\n")
+        (root / "pkg" / package / "helpers.py").write_text("import ttnn\n\n\ndef relu(x):\n    return ttnn.relu(x)\n")
+    monkeypatch.chdir(root)
+    _findings(root, ResultCache(tmp_path / "cache"))
+    from trace_lint.driver.cache import FACT_CODECS
+
+    stored = dict(FACT_CODECS["outlines"][1](item) for item in json.loads(_outlines_entry(tmp_path).read_text())["entries"])
+    files = {(text_digest(p.read_text()), p) for p in root.rglob("*.py")}
+    seen = set()
+    for (digest, names, package), facts in stored.items():
+        path = next(p for d, p in files if d == digest and ".".join(p.relative_to(root).with_suffix("").parts).replace(".__init__", "") == names[0])
+        assert facts == _outline_of(path, names, package)
+        seen.add(names[0])
+    assert {"pkg.runner", "pkg.model", "pkg.left.use", "pkg.right.use"} <= seen
+    imports = {names[0]: facts.imports for (_d, names, _p), facts in stored.items()}
+    assert imports["pkg.left.use"]["relu"] == "pkg.left.helpers.relu"
+    assert imports["pkg.right.use"]["relu"] == "pkg.right.helpers.relu"
+
+
+class Outlined:
+    """The texts `ast` outlines while loading modules."""
+
+    def __init__(self, monkeypatch):
+        from trace_lint.semantic import project
+
+        self.texts: list[str] = []
+        real = project._outline
+
+        def outline(module, text):
+            self.texts.append(text)
+            return real(module, text)
+
+        monkeypatch.setattr(project, "_outline", outline)
+
+
+def test_a_run_outlines_only_texts_it_has_not_seen(tmp_path, monkeypatch):
+    root = _limits_project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    cache = ResultCache(tmp_path / "cache")
+    first = _findings(root, cache)
+    _forget_runs(tmp_path)
+    (root / "pkg" / "runner.py").write_text((root / "pkg" / "runner.py").read_text() + "\n# edited\n")
+    outlined = Outlined(monkeypatch)
+    again = _findings(root, cache)
+    texts = {p.read_text(): p.name for p in (root / "pkg").glob("*.py")}
+    # The edited file; the one the limits refuse and the one they rewrite keep no outline.
+    assert sorted(texts[text] for text in outlined.texts) == ["nested.py", "runner.py", "tabbed.py"]
+    assert again == first == _findings(root)
+
+
+def _owner_out_of_range(text: str) -> str:
+    entry = json.loads(text)
+    for item in entry["entries"]:
+        item[4] = {name: 99 for name in item[4]}
+    entry["digest"] = findings_digest(entry["entries"])
+    return json.dumps(entry)
+
+
+OUTLINE_FAULTS = {
+    "torn": lambda text: text[: len(text) // 2],
+    "a binding of no kind": lambda text: _reseal(text, entries=[[*item[:8], {"x": [["shout", None, False, False]]}, *item[9:]] for item in json.loads(text)["entries"]]),
+    "a span past the text": lambda text: _reseal(text, entries=[[*item[:3], [[1, 10**6]], *item[4:]] for item in json.loads(text)["entries"]]),
+    "an owner past the chunks": _owner_out_of_range,
+}
+
+
+@pytest.mark.parametrize("fault", sorted(OUTLINE_FAULTS))
+def test_a_damaged_outline_is_never_served(fault, tmp_path, monkeypatch):
+    served, uncached, outlined, _cache = _damaged_run(tmp_path, monkeypatch, _outlines_entry, OUTLINE_FAULTS[fault], Outlined)
+    assert served == uncached
+    assert len(outlined) > 2  # outlined again, not served

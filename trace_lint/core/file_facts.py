@@ -23,6 +23,17 @@ class FileFacts(Generic[Key, Value]):
         self.used: dict = {}
         self.new = False
 
+    def lookup(self, key: Key) -> Optional[Value]:
+        """The fact known for `key` (marked used), or None."""
+        found = self.known.get(key)
+        if found is not None:
+            self.used[key] = found
+        return found
+
+    def put(self, key: Key, value: Value) -> None:
+        self.known[key] = self.used[key] = value
+        self.new = True
+
     def get(self, key: Key, compute: Callable[[], Value]) -> Value:
         found = self.known.get(key)
         if found is None:
@@ -39,3 +50,18 @@ class FileFacts(Generic[Key, Value]):
                 break
             kept.setdefault(key, value)
         return kept
+
+
+class ActiveFacts(FileFacts[Key, Value]):
+    """Facts a stage consults while `with facts:` holds (the driver makes them active around
+    the analysis); each kind is a subclass with its own `active`."""
+
+    active: Optional["ActiveFacts"] = None
+    _outer: Optional["ActiveFacts"] = None
+
+    def __enter__(self):
+        self._outer, type(self).active = type(self).active, self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        type(self).active = self._outer

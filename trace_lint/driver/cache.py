@@ -8,8 +8,9 @@ root) and the tool version. A warm run then only discovers, reads and hashes fil
 
 Per-file facts (`core.file_facts.FileFacts`), each kind in an entry of its own: what the
 prefilter admits, by content hash, module name and package flag, under the prefilter's key;
-the syntax limits' scan of a text (`syntax_limits.scan`), by the text's digest, under the
-tool's. A run computes only the facts it has not seen.
+the syntax limits' scan of a text (`syntax_limits.scan`), by the text's digest, and a
+module's `ast` outline as data (`project.OutlineFacts`), by the text's digest, the module's
+names and package flag, under the tool's. A run computes only the facts it has not seen.
 
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
 run picks what it reports, keyed by the project's files without their contents, and stored
@@ -448,16 +449,73 @@ def _scan_data(digest: str, scan) -> list:
     return [digest, None if refusal is None else [refusal.message, refusal.line, refusal.column], [list(edit) for edit in edits], reduced]
 
 
+def _outline_data(key, facts) -> list:
+    digest, names, is_package = key
+    return [
+        digest,
+        list(names),
+        is_package,
+        [list(span) for span in facts.spans],
+        facts.owner,
+        {name: list(held) for name, held in facts.method_chunks.items()},
+        facts.imports,
+        sorted(facts.globals),
+        {name: [list(binding) for binding in found] for name, found in facts.bindings.items()},
+        facts.first_code_line,
+        sorted([line, first] for line, first in facts.statement_lines.items()),
+    ]
+
+
+BINDING_KINDS = frozenset({"def", "class", "import", "other"})
+
+
+def _text_map(value) -> dict:
+    if type(value) is not dict or not all(type(k) is str and type(v) is str for k, v in value.items()):
+        raise BadEntry("a bad map of names")
+    return value
+
+
+def _outline_item(item):
+    """A module's outline facts (`project.OutlineFacts`) by (text digest, names, package flag)."""
+    from ..semantic.project import OutlineFacts
+
+    digest, names, is_package, spans, owner, methods, imports, globals_, bindings, first_code, statements = _list(item, 11, 11)
+    if type(digest) is not str or not HASH.fullmatch(digest) or type(is_package) is not bool:
+        raise BadEntry("a bad outline key")
+    names = tuple(_text(name) for name in _list(names, MAX_INT))
+    spans = tuple((_int(first, 1), _int(last, 1)) for first, last in (_list(span, 2, 2) for span in _list(spans, MAX_INT)))
+    if type(owner) is not dict or type(methods) is not dict or type(bindings) is not dict:
+        raise BadEntry("bad outline maps")
+    owner = {_text(name): _int(number, 0) for name, number in owner.items()}
+    methods = {_text(name): tuple(_int(number, 0) for number in _list(held, MAX_INT)) for name, held in methods.items()}
+    found = {}
+    for name, entries in bindings.items():
+        rows = []
+        for kind, imported, conditional, is_none in (_list(row, 4, 4) for row in _list(entries, MAX_INT)):
+            if kind not in BINDING_KINDS or type(conditional) is not bool or type(is_none) is not bool:
+                raise BadEntry("a bad module-level binding")
+            rows.append((kind, None if imported is None else _text(imported), conditional, is_none))
+        found[_text(name)] = tuple(rows)
+    lines = {_int(line, 1): _int(first, 1) for line, first in (_list(pair, 2, 2) for pair in _list(statements, MAX_INT))}
+    facts = OutlineFacts(
+        spans, owner, methods, _text_map(imports), frozenset(_text(name) for name in _list(globals_, MAX_INT)), found,
+        None if first_code is None else _int(first_code, 1), lines,
+    )
+    return (digest, names, is_package), facts
+
+
 # kind -> (encode one (key, fact), decode one stored item into (key, fact)).
 FACT_CODECS = {
     "admitted": (lambda key, admitted: [*key, admitted], _admission_item),
     "scans": (_scan_data, _scan_item),
+    "outlines": (_outline_data, _outline_item),
 }
 
 
-def scans_key() -> str:
-    """What a scan depends on besides its text: this tool (its limits are code)."""
-    return hashlib.blake2b(json.dumps(["scans", FORMAT, __version__, tool_fingerprint()]).encode(), digest_size=20).hexdigest()
+def tool_key(kind: str) -> str:
+    """The key of facts that depend on nothing but their own key and this tool (a scan on
+    its text: the limits are code; an outline on its text and module names)."""
+    return hashlib.blake2b(json.dumps([kind, FORMAT, __version__, tool_fingerprint()]).encode(), digest_size=20).hexdigest()
 
 
 def admissions_key(prefilter) -> str:

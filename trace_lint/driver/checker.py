@@ -288,14 +288,19 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if cache is None:
         return _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
     from ..frontend.syntax_limits import KnownScans
-    from .cache import scans_key
+    from ..semantic.project import KnownOutlines
+    from .cache import tool_key
 
-    # Each file's syntax-limits scan (TRC001's measure, before any parser sees the text) is
-    # a fact of its text: a run scans only the texts the cache has not seen.
-    with KnownScans(cache.load_facts("scans", scans_key()).known) as scans:
+    # Each file's syntax-limits scan (TRC001's measure, before any parser sees the text) and
+    # its module's outline are facts of its text: a run computes them only for texts the
+    # cache has not seen.
+    known = {"scans": KnownScans, "outlines": KnownOutlines}
+    facts = {kind: holder(cache.load_facts(kind, tool_key(kind)).known) for kind, holder in known.items()}
+    with facts["scans"], facts["outlines"]:
         findings = _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
-    if scans.new:
-        cache.store_facts("scans", scans_key(), scans)
+    for kind, found in facts.items():
+        if found.new:
+            cache.store_facts(kind, tool_key(kind), found)
     return findings
 
 

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from ..core.file_facts import FileFacts
+from ..core.file_facts import ActiveFacts
 
 # CPython's tokenizer: MAXLEVEL 200 brackets, MAXINDENT 100 indentation stack entries (the
 # first is column 0), the same in 3.10, 3.11, 3.12 and 3.13.
@@ -381,23 +381,15 @@ def text_digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-class KnownScans(FileFacts[str, Scan]):
+class KnownScans(ActiveFacts[str, Scan]):
     """Scans of texts seen before, by the text's digest (`text_digest`): a scan is a pure
     function of the text, so the driver keeps them between runs (its cache) and a run scans
-    only texts it has not seen. Active while `with KnownScans(...):` holds."""
+    only texts it has not seen."""
 
     active: Optional["KnownScans"] = None
-    _outer: Optional["KnownScans"] = None
 
     def scan(self, text: str) -> Scan:
         return self.get(text_digest(text), lambda: scan(text))
-
-    def __enter__(self) -> "KnownScans":
-        self._outer, KnownScans.active = KnownScans.active, self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        KnownScans.active = self._outer
 
 
 def prepare(text: str) -> Prepared:
