@@ -131,16 +131,16 @@ class ConstantParameters:
             return {}
         receiver = receiver_parameter(target)
         parameters = target.node.params
-        names = [p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params) if p.name.value != receiver]
+        stars = {p.name.value for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)}
+        names = [name for name in target.params if name != receiver and name not in stars]
         values: dict[str, Value] = {}
         for call, caller in calls:
             bound = self.resolver.bind_arguments(call, caller, target)
-            unpacked = any(argument.star for argument in call.args)
             for name in names:
                 if name in bound.by_parameter:
                     form = self._expression_form(bound.by_parameter[name], caller, 0)
                     value = form[0] if not form[1] else UNKNOWN
-                elif unpacked:
+                elif bound.unpacked:
                     value = UNKNOWN
                 else:
                     default = _default(target, name)

@@ -522,10 +522,7 @@ def admissions_key(prefilter) -> str:
     """Everything a prefilter's answers depend on besides the file: its targets, words and
     stand-ins, and this tool."""
     digest = hashlib.blake2b(digest_size=20)
-    # Sorted: the order they are tried in changes how fast an answer comes, not the answer.
-    words = sorted({word.decode("latin-1") for word in prefilter.words})
-    parts = [sorted(set(prefilter.targets)), words, sorted(set(prefilter.stand_ins))]
-    digest.update(json.dumps(["admissions", FORMAT, __version__, tool_fingerprint(), *parts]).encode())
+    digest.update(json.dumps(["admissions", FORMAT, __version__, tool_fingerprint(), *prefilter.identity()]).encode())
     return digest.hexdigest()
 
 

@@ -75,6 +75,11 @@ class Prefilter:
             self._parts.append((target, parts[-1], order))
         self._all_parts = frozenset(p for _, _, parts in self._parts for p in parts)
 
+    def identity(self) -> list:
+        """What this prefilter's answers depend on besides the file (sorted: the order names
+        are tried in changes how fast an answer comes, not the answer)."""
+        return [sorted(set(self.targets)), sorted({word.decode("latin-1") for word in self.words}), sorted(set(self.stand_ins))]
+
     def admits(self, data: bytes, module_name: str, is_package: bool) -> bool:
         name = module_name.encode("utf-8", "surrogateescape")  # a file name need not be UTF-8
         seen: dict[bytes, bool] = {}

@@ -36,6 +36,8 @@ class Arguments:
     constructs: bool  # the receiver is a new instance (`Block(x)` running `__init__`)
     by_parameter: dict[str, cst.BaseExpression]  # each explicit argument, by the parameter it fills
     landing: dict[int, str]  # id of each `cst.Arg` -> the parameter it fills (`*args`, `**kwargs` included)
+    # An unpacked `*x` or `**x` may fill any parameter no explicit argument fills.
+    unpacked: bool = False
 
     def parameter_of(self, argument: cst.Arg) -> Optional[str]:
         """The parameter an argument of the call lands in (None: not known, or nowhere)."""
@@ -622,7 +624,7 @@ def _bind(
             landing[id(argument)] = name
             if name == keyword:
                 by_parameter[name] = argument.value
-    return Arguments(receiver, constructs, by_parameter, landing)
+    return Arguments(receiver, constructs, by_parameter, landing, any(argument.star for argument in call.args))
 
 
 # Builtins whose elements are those of their one argument, in some order.
