@@ -157,3 +157,14 @@ def test_a_helper_calling_its_callable_with_arguments_leaves_the_rest_to_their_d
             for item in json.loads(result.stdout)
         }
         assert found == {("dit_head.py", 13, "TRC102", ("head_server.py:15", "head_server.py:9"))}, path
+
+
+def test_model_built_outside_the_project_may_free_its_input():
+    # tt-metal's yolov7 runner: the infra object's class is known, but its model is built by
+    # a constructor the project does not hold (infra.py:11, here a compiled package; there a
+    # module the checkout lacks). What its call (infra.py:15) frees is unknown, so the next
+    # input allocated after `self.infra.run()` and kept (runner.py:21) may be the
+    # re-allocation idiom's: no TRC301 (RULES: the rules stay silent on what depends on an
+    # unresolved call). A project model that keeps its input alive leaves the allocation a
+    # creation in the capture: TRC301 (runner.py:41).
+    assert finding_set(PROJECTS / "external_model") == {("runner.py", 41, "TRC301")}

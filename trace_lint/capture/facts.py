@@ -232,6 +232,10 @@ class ProgramFacts:
         """The work a call must have run before to be warm (see `Summaries.work`)."""
         return self._engine.effects.summaries.call_work(call, function)
 
+    def reaches_unknown_effects(self, call: cst.Call, function: "FunctionInfo") -> bool:
+        """The call runs, any frames down, an unresolved call whose effects are unknown."""
+        return self._engine.effects.summaries.call_reaches_unknown(call, function)
+
     def move_up(self, paths: frozenset[str], call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> frozenset[str]:
         """Paths of a callee's frame in the frame of a caller making the call."""
         return self._engine.effects.summaries.move_up(paths, call, caller, callee)

@@ -459,12 +459,14 @@ def reallocations(region: Region, facts: ProgramFacts) -> set[int]:
 
 
 def _reaches_unknown_work(facts: ProgramFacts, call: cst.Call, region: Region) -> bool:
-    """A call that runs user code that does not resolve, itself (`self.infra.run()` on an
-    object from an unannotated factory) or any frames down (its work holds a callee path,
-    not only functions that launch programs)."""
-    if not facts.targets(call, region.function):
-        return facts.unresolved_user_call(call, region.function)
-    return any(not path.startswith("fn:") for path in facts.call_work(call, region.function))
+    """A call that runs code that does not resolve, itself (`self.infra.run()` on an object
+    from an unannotated factory) or any frames down (its work holds a callee path, not only
+    functions that launch programs, or it calls a model built outside the project)."""
+    if facts.targets(call, region.function):
+        unseen = any(not path.startswith("fn:") for path in facts.call_work(call, region.function))
+    else:
+        unseen = facts.unresolved_user_call(call, region.function)
+    return unseen or facts.reaches_unknown_effects(call, region.function)
 
 
 def _read_in_region_before(region: Region, binding) -> bool:

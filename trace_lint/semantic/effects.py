@@ -40,7 +40,9 @@ class Effects:
         # member that does, whichever member is asked about first, at any depth.
         self._device = FixedPoint(lambda subject: self._own_device_work(*subject), False)
         self._reads: dict[tuple[int, str], bool] = {}
-        self.summaries = Summaries(resolver, self.unseen_user_callable, self.launches_program, capture_queries)
+        self.summaries = Summaries(
+            resolver, self.unseen_user_callable, self.launches_program, capture_queries, self.unknown_effects_call
+        )
 
     def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
         key = (id(function), parameter)
@@ -167,21 +169,24 @@ class Effects:
                 return False
             return not self._imported_from_outside(func.value, function)
         if isinstance(func, cst.Attribute):
-            root: cst.BaseExpression = func
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            receiver = receiver_parameter(function)
-            python = tables().python
-            host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
-            # `self.l1_input.buffer_address()`: host metadata of a tensor attribute, no work at all.
-            host = host or func.attr.value in tables().host_metadata.methods
-            if not (isinstance(root, cst.Name) and root.value == receiver) or host:
-                return False
-            first = func
-            while isinstance(first.value, cst.Attribute):
-                first = first.value
-            return not self.made_outside(function, first.attr.value)
+            attribute = _self_attribute_called(func, function)
+            return attribute is not None and not self.made_outside(function, attribute)
         return isinstance(func, cst.Subscript)
+
+    def outside_handle_call(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """A call of (a method of) an attribute of `self` that every store fills with what a
+        call outside the project returns (`self.model = FusedDetector(device)` from a package
+        the project does not hold): no warm-up is asked of it, but what it does to its
+        arguments (frees them or not) is unknown."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        attribute = _self_attribute_called(call.func, function)
+        return attribute is not None and self.made_outside(function, attribute)
+
+    def unknown_effects_call(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """An unresolved call whose effects are unknown: unseen user code or a handle made
+        outside the project."""
+        return self.unseen_user_callable(call, function) or self.outside_handle_call(call, function)
 
     def unresolved_user_call(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A call that does not resolve but runs user code, whose effects are unknown: an
@@ -204,6 +209,24 @@ class Effects:
             b.kind == "assign" and isinstance(b.value, cst.Call) and _calls_a_factory(self.resolver.resolve_all(b.value, function))
             for b in bindings
         )
+
+
+def _self_attribute_called(func: cst.Attribute, function: FunctionInfo) -> Optional[str]:
+    """The first attribute of `self` in a called chain (`self.model(x)`, `self.infra.run()`:
+    `model`, `infra`), or None for another receiver or a host method (logging, containers,
+    host metadata such as `self.l1_input.buffer_address()`: no work at all)."""
+    root: cst.BaseExpression = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    python = tables().python
+    host = func.attr.value in python.host_methods or func.attr.value in python.mutating_methods
+    host = host or func.attr.value in tables().host_metadata.methods
+    if not (isinstance(root, cst.Name) and root.value == receiver_parameter(function)) or host:
+        return None
+    first = func
+    while isinstance(first.value, cst.Attribute):
+        first = first.value
+    return first.attr.value
 
 
 def _calls_a_factory(targets: list[Target]) -> bool:

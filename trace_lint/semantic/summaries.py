@@ -216,6 +216,7 @@ class Summaries:
         user_callable: Callable[[cst.Call, FunctionInfo], bool],
         launches: Callable[[cst.Call, FunctionInfo], bool],
         capture_queries: frozenset[str] = frozenset(),
+        unknown_effects: Optional[Callable[[cst.Call, FunctionInfo], bool]] = None,
     ):
         self.resolver = resolver
         # The framework functions that answer whether a capture is being recorded.
@@ -229,6 +230,10 @@ class Summaries:
         self._stores = FixedPoint(lambda function: self._own_stores(function), frozenset())
         self._runs = FixedPoint(lambda subject: self._own_runs(*subject), frozenset())
         self._work = FixedPoint(lambda subject: self._own_work(*subject), frozenset())
+        # An unresolved call whose effects are unknown (user code, or a handle made outside
+        # the project), and whether a function reaches one any frames down.
+        self._unknown_effects = unknown_effects or user_callable
+        self._unknown = FixedPoint(lambda subject: self._own_unknown(*subject), False)
         # Per call site (the call nodes live as long as the run's parsed modules), once solved.
         self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
         self._capture_state = FixedPoint(lambda function: self._own_capture_state(function), False)
@@ -415,6 +420,20 @@ class Summaries:
         for target in targets:
             out |= self.move_up(self.work(target.function, target.self_class), call, function, target.function)
         return frozenset(out)
+
+    def call_reaches_unknown(self, call: cst.Call, function: FunctionInfo, self_class=None) -> bool:
+        """The call runs, itself or any frames down, a call whose effects are unknown (what
+        it frees, for one): RULES.md "Summaries", the rules stay silent on what depends on it."""
+        targets = self.resolver.resolve_all(call, function, self_class)
+        if not targets:
+            return self._unknown_effects(call, function)
+        return any(self._unknown.get((id(t.function), id(t.self_class)), (t.function, t.self_class)) for t in targets)
+
+    def _own_unknown(self, function: FunctionInfo, self_class) -> bool:
+        return any(
+            type(node) is cst.Call and self.runs_while_capturing(node, function) and self.call_reaches_unknown(node, function, self_class)
+            for node in function.nodes
+        )
 
     def move_up(self, paths: frozenset[str], call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> frozenset[str]:
         """Paths of the callee's frame in the caller's (`fn:` keys stay); a path the call
