@@ -137,3 +137,27 @@ def test_a_none_default_forwarded_down_keeps_its_branches_untaken():
         for item in json.loads(result.stdout)
     }
     assert found == {("blocks.py", 9, "TRC102", ("graphs.py:17",))}
+
+
+def _findings_with_chain_starts(project: Path) -> set:
+    result = run_cli("check", str(project), "--no-cache", "--output-format", "json")
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return {
+        (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
+        for item in json.loads(result.stdout)
+    }
+
+
+def test_a_mode_literal_passed_through_the_base_call_decides_the_branches_below():
+    # The galaxy Llama demo's decode capture: `tt_model(x, mode="decode")` runs the base
+    # class's `__call__(self, *args, **kwargs)`, which hands everything to `self.forward`;
+    # the layers pass `mode` on down (positionally, through `layer(...)` and the same base
+    # call) to the attention's `if mode == "prefill": return self.forward_prefill(...)`,
+    # where a `ttnn.from_torch(..., device=...)` makes the user id. On the decode capture
+    # (demo.py:10), and on the one that leaves `mode` to its "decode" default (26), the
+    # prefill path never runs: the TRC101/TRC301 carry only the prefill capture's chain (15).
+    # `Block`'s `if mode != "decode":` is decided the same way (layers.py:27).
+    assert _findings_with_chain_starts(PROJECTS / "forwarded_mode") == {
+        ("layers.py", 18, "TRC101", ("demo.py:15",)),
+        ("layers.py", 18, "TRC301", ("demo.py:15",)),
+    }
