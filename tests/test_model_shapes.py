@@ -161,3 +161,13 @@ def test_a_mode_literal_passed_through_the_base_call_decides_the_branches_below(
         ("layers.py", 18, "TRC101", ("demo.py:15",)),
         ("layers.py", 18, "TRC301", ("demo.py:15",)),
     }
+
+
+def test_a_layer_loop_that_starts_from_an_alias_of_the_input_frees_it():
+    # molmo2's prefill trace: `x = hidden; for layer in self.layers: x = layer.forward(x)`,
+    # each block freeing the `x` it is handed. On the first turn `x` is still `hidden`, so
+    # the loop frees its argument, as `hidden = layer(hidden)` in the loop already did: the
+    # region's `decode(buffers["hidden"])` frees an element of a trace input (blocks.py:28).
+    # With the next input allocated in the region after that free and kept on `self`, the
+    # same loop is the re-allocation idiom: no TRC302, no TRC301 (blocks.py:43-44).
+    assert finding_set(PROJECTS / "layer_loop_free") == {("blocks.py", 28, "TRC302")}
