@@ -426,6 +426,8 @@ FAMILIES = ("demos", "experimental", "tt_transformers")
 # Big file of the dense tree that the language server benchmark edits (lines).
 LSP_FILE_LINES = 2000
 DENSE_FILE = "models/demos/op_captures/tests/test_dense_captures.py"
+# The base class every model imports.
+BASE_FILE = "models/common/lightweightmodule.py"
 PLAIN_FILES_PER_MODEL = 18
 
 
@@ -451,7 +453,7 @@ def generate(root: Path, models: int = 90, dense_captures: int = 4546) -> Path:
     """The tree under `root` (created): `models` model folders of about 30 files each."""
     base = root / "models"
     _write(root / "pyproject.toml", "[tool.trace-lint]\n")
-    _write(base / "common" / "lightweightmodule.py", LIGHTWEIGHT)
+    _write(root / BASE_FILE, LIGHTWEIGHT)
     _write(base / "common" / "utils.py", COMMON_UTILS)
     for index in range(models):
         family, name = model_dir(index)

@@ -139,6 +139,26 @@ def test_a_none_default_forwarded_down_keeps_its_branches_untaken():
     assert found == {("blocks.py", 9, "TRC102", ("graphs.py:17",))}
 
 
+def test_a_helper_calling_its_callable_with_arguments_leaves_the_rest_to_their_defaults():
+    # vllm-omni's ming talker: a pool hands the head to a class helper whose capture calls it
+    # as `self.step(self.static_x)`, so `Head.forward`'s `mask` is its None default there,
+    # forwarded two frames down to the attention's `if self.masked and mask is not None:`
+    # and its `.item()`. That read is captured work for the runner whose capture passes a
+    # mask (head_server.py:9) and for `record_with_residual`, whose capture also hands the
+    # callable to `masked_residual`, which passes one (15); not for the pool's runner (8)
+    # nor for the function helper `record`, whose capture calls `step(x)` (12). The same in
+    # a one-file run of the model's file.
+    project = PROJECTS / "helper_call_default"
+    for path in (project, project / "dit_head.py"):
+        result = run_cli("check", str(path), "--no-cache", "--output-format", "json")
+        assert result.returncode in (0, 1), result.stderr.decode()
+        found = {
+            (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
+            for item in json.loads(result.stdout)
+        }
+        assert found == {("dit_head.py", 13, "TRC102", ("head_server.py:15", "head_server.py:9"))}, path
+
+
 def _findings_with_chain_starts(project: Path) -> set:
     result = run_cli("check", str(project), "--no-cache", "--output-format", "json")
     assert result.returncode in (0, 1), result.stderr.decode()

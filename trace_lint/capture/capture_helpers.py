@@ -50,6 +50,7 @@ class CaptureHelpers:
         self.configured = set(configured)
         self.helpers: dict[int, Helper] = {}
         self.sites: list[HelperSite] = []
+        self.regions: list[Region] = []
         # Helpers with at least one call in the project: their warm-up is judged at the calls.
         self.called: set[int] = set()
 
@@ -69,7 +70,8 @@ class CaptureHelpers:
         return self.helpers[key]
 
     def find(self, regions: Iterable[Region]) -> list[HelperSite]:
-        for region in regions:
+        self.regions = list(regions)
+        for region in self.regions:
             function = region.function
             parameters = set(function.params) - _rebound(function)
             for node in function.nodes:
@@ -127,6 +129,80 @@ class CaptureHelpers:
         for helper in self.helpers.values():
             if helper.cls is not None and function in helper.capturing_methods:
                 found |= helper.stored
+        return found
+
+    def captured_calls(self, site: HelperSite) -> Optional[list[tuple[cst.Call, FunctionInfo]]]:
+        """How the capture calls the callable a site hands its helper: each call of it in the
+        regions of the helper, or of the helpers it hands the callable on to (`run(x)` in a
+        function helper, `self.step(x)` in a class helper's method). None where that is not
+        known (a configured helper outside the project)."""
+        helper = site.helper
+        if helper.function is None:
+            return None
+        bound = self.resolver.bind_arguments(site.call, site.caller, helper.function, site.module)
+        parameters = {bound.parameter_of(a) for a in site.call.args if a.value is site.argument}
+        found: list[tuple[cst.Call, FunctionInfo]] = []
+        seen: set[tuple[int, str]] = set()
+        for parameter in parameters & helper.params:
+            calls = self._parameter_calls(helper, parameter, seen)
+            if calls is None:
+                return None
+            found.extend(calls)
+        return found
+
+    def _parameter_calls(self, helper: Helper, parameter: str, seen: set[tuple[int, str]]) -> Optional[list[tuple[cst.Call, FunctionInfo]]]:
+        function = helper.function
+        if function is None:
+            return None
+        if (id(helper), parameter) in seen:
+            return []  # a helper handing the callable back to itself adds no call
+        seen.add((id(helper), parameter))
+
+        def names_parameter(expr: cst.BaseExpression) -> bool:
+            return isinstance(expr, cst.Name) and expr.value == parameter
+
+        calls = self._region_calls(function, names_parameter)
+        if calls is None:
+            return None
+        found = [(call, function) for call in calls]
+        if helper.cls is not None:
+            attributes = {a for a, p in _stored_parameters(function).items() if p == parameter}
+            for method in helper.capturing_methods:
+                receiver = receiver_parameter(method)
+
+                def names_attribute(expr: cst.BaseExpression, receiver=receiver) -> bool:
+                    return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == receiver and expr.attr.value in attributes
+
+                calls = self._region_calls(method, names_attribute)
+                if calls is None:
+                    return None
+                found.extend((call, method) for call in calls)
+        for inner in helper.forwards_to:
+            for call, caller, module in self._calls_of(inner):
+                if caller is not function or inner.function is None:
+                    continue
+                bound = self.resolver.bind_arguments(call, caller, inner.function, module)
+                for argument in call.args:
+                    if isinstance(argument.value, cst.Name) and argument.value.value == parameter and bound.parameter_of(argument) in inner.params:
+                        calls = self._parameter_calls(inner, bound.parameter_of(argument), seen)  # type: ignore[arg-type]
+                        if calls is None:
+                            return None
+                        found.extend(calls)
+        return found
+
+    def _region_calls(self, function: FunctionInfo, names_callable) -> Optional[list[cst.Call]]:
+        """The calls of the callable (the expressions `names_callable` accepts) in the
+        function's regions; None where a region hands it to some other call, which may call
+        it otherwise."""
+        regions = [r for r in self.regions if r.function is function]
+        found: list[cst.Call] = []
+        for node in function.nodes:
+            if not isinstance(node, cst.Call) or not any(region.contains(node) for region in regions):
+                continue
+            if any(names_callable(argument.value) for argument in node.args):
+                return None
+            if names_callable(node.func):
+                found.append(node)
         return found
 
     def _calls_of(self, helper: Helper) -> Iterable[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:

@@ -128,6 +128,36 @@ class ConstantParameters:
         self._edge_keys.add(key)
         self._edges.setdefault(root_id, []).append((caller, call, target, seed, opaque))
 
+    def start_values(self, target: FunctionInfo, calls: list[tuple[cst.Call, FunctionInfo]]) -> dict[str, Value]:
+        """The parameters of a capture helper's callable (a function, a lambda or a bound
+        method, not a `functools.partial`) as the helper's own calls of it in its regions fill
+        them (`calls`: each with the function it is written in), met over those calls: an
+        argument's value in the helper (a literal, a value never None; one of the helper's
+        own parameters is unknown), or the literal default of a parameter a call leaves out.
+        A method's receiver, a parameter without a literal default and anything an unpacked
+        `*x` / `**x` may fill stay unknown."""
+        if not calls:
+            return {}
+        receiver = receiver_parameter(target)
+        parameters = target.node.params
+        names = [p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params) if p.name.value != receiver]
+        values: dict[str, Value] = {}
+        for call, caller in calls:
+            bound = self.resolver.bind_arguments(call, caller, target)
+            unpacked = any(argument.star for argument in call.args)
+            for name in names:
+                if name in bound.by_parameter:
+                    form = self._expression_form(bound.by_parameter[name], caller, 0)
+                    value = form[0] if not form[1] else UNKNOWN
+                elif unpacked:
+                    value = UNKNOWN
+                else:
+                    default = _default(target, name)
+                    literal = _literal(default) if default is not None else _NOT_LITERAL
+                    value = UNKNOWN if literal is _NOT_LITERAL else _constant(literal)
+                values[name] = meet(values.get(name, TOP), value)
+        return {name: value for name, value in values.items() if value not in (TOP, UNKNOWN)}
+
     # -- answers -----------------------------------------------------------------------------
     def dead(self, root_id: int, function: FunctionInfo) -> frozenset[int]:
         """The nodes of `function` (ids) that never run on the calls this capture site makes:
@@ -545,22 +575,4 @@ def _subtree(node: cst.CSTNode) -> set[int]:
     return found
 
 
-def start_values(target: FunctionInfo, calls: list[cst.Call]) -> dict[str, Value]:
-    """The parameters of a capture helper's callable (a function, a lambda or a bound method,
-    not a `functools.partial`), where every call the helper makes of it in its regions passes
-    nothing: each takes its literal default (a method's receiver, and parameters without a
-    literal default, stay unknown)."""
-    if not calls or any(call.args for call in calls):
-        return {}
-    parameters = target.node.params
-    receiver = receiver_parameter(target)
-    values: dict[str, Value] = {}
-    for param in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
-        if param.default is not None and param.name.value != receiver:
-            value = _literal(param.default)
-            if value is not _NOT_LITERAL:
-                values[param.name.value] = _constant(value)
-    return values
-
-
-__all__ = ["ConstantParameters", "start_values"]
+__all__ = ["ConstantParameters"]

@@ -20,7 +20,7 @@ from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
 from .origins import CaptureTimeObjects
-from .constants import ConstantParameters, start_values
+from .constants import ConstantParameters
 from .precedence import Claim, decide as decide_precedence
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
@@ -659,21 +659,15 @@ class Engine:
         self._pending.append((function, root_id, reach.chains[root_id], self_class))
 
     def _callable_values(self, site) -> dict:
-        """What a helper's callable gets from the helper's own calls of it in its regions
-        (`run()`: each parameter its default); unknown for helpers that hand it on."""
-        helper = site.helper
-        if helper.function is None or helper.cls is not None or helper.forwards_to:
-            return {}
+        """What a helper's callable gets from the helper's own calls of it in its regions,
+        through the helpers it hands it on to (`run()`: each parameter its default; `run(x)`:
+        the rest theirs)."""
         if self.constants.names_partial(site.argument, site.caller):
             return {}  # the partial's own arguments fill some parameters
-        calls = [
-            node
-            for region in self.regions
-            if region.function is helper.function
-            for node in helper.function.nodes
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helper.params and region.contains(node)
-        ]
-        return start_values(site.target, calls)
+        if isinstance(site.argument, cst.Attribute) and self.resolver.class_of(site.argument.value, site.module, site.caller) is not None:
+            return {}  # `Model.step` looked up on its class: the helper's calls pass the receiver
+        calls = self.capture_helpers.captured_calls(site)
+        return self.constants.start_values(site.target, calls) if calls else {}
 
     def _edge(self, caller: FunctionInfo, call: cst.Call, root_id: int, chain: list[Related], self_class=None, seed: bool = False) -> None:
         targets = self.resolver.resolve_all(call, caller, self_class)

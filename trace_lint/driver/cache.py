@@ -6,6 +6,12 @@ modules), so the key covers the content hash of every checked file with its path
 name, the files named on the command line, the settings (`Settings.cache_key()`, the config
 root) and the tool version. A warm run then only discovers, reads and hashes files.
 
+Per-file facts (`core.file_facts.FileFacts`), each kind in an entry of its own: what the
+prefilter admits, by content hash, module name and package flag, under the prefilter's key;
+the syntax limits' scan of a text (`syntax_limits.scan`), by the text's digest, and a
+module's `ast` outline as data (`project.OutlineFacts`), by the text's digest, the module's
+names and package flag, under the tool's. A run computes only the facts it has not seen.
+
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
 run picks what it reports, keyed by the project's files without their contents, and stored
 per group of candidate files (each group one engine run) with the files its findings can
@@ -33,8 +39,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
+from ..core.file_facts import FileFacts
 from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
+from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
 FORMAT = 4
@@ -406,11 +414,127 @@ def _group_data(group: GroupRecord) -> dict:
     }
 
 
+FACTS_KEYS = frozenset({"format", "version", "key", "entries", "digest"})
+
+
+def _admission_item(item) -> tuple[tuple[str, str, bool], bool]:
+    content, name, is_package, admitted = _list(item, 4, 4)
+    if type(content) is not str or not HASH.fullmatch(content) or type(is_package) is not bool or type(admitted) is not bool:
+        raise BadEntry("a bad admission")
+    return (content, _text(name), is_package), admitted
+
+
+EDIT_KINDS = frozenset({"blank", "indent", "elif", "space"})
+
+
+def _scan_item(item):
+    """A scan of `syntax_limits` (refusal, edits, reduced) by its text's digest."""
+    digest, refusal, edits, reduced = _list(item, 4, 4)
+    if type(digest) is not str or not HASH.fullmatch(digest) or type(reduced) is not bool:
+        raise BadEntry("a bad scan")
+    if refusal is not None:
+        message, line, column = _list(refusal, 3, 3)
+        refusal = Refusal(_text(message), _int(line, 1), _int(column, 1))
+    spans = []
+    for edit in _list(edits, MAX_INT):
+        start, end, kind = _list(edit, 3, 3)
+        if kind not in EDIT_KINDS or _int(end, 0) < _int(start, 0):
+            raise BadEntry("a bad edit of a scan")
+        spans.append((start, end, kind))
+    return digest, (refusal, spans, reduced)
+
+
+def _scan_data(digest: str, scan) -> list:
+    refusal, edits, reduced = scan
+    return [digest, None if refusal is None else [refusal.message, refusal.line, refusal.column], [list(edit) for edit in edits], reduced]
+
+
+def _outline_data(key, facts) -> list:
+    digest, names, is_package = key
+    return [
+        digest,
+        list(names),
+        is_package,
+        [list(span) for span in facts.spans],
+        facts.owner,
+        {name: list(held) for name, held in facts.method_chunks.items()},
+        facts.imports,
+        sorted(facts.globals),
+        {name: [list(binding) for binding in found] for name, found in facts.bindings.items()},
+        facts.first_code_line,
+        sorted([line, first] for line, first in facts.statement_lines.items()),
+    ]
+
+
+BINDING_KINDS = frozenset({"def", "class", "import", "other"})
+
+
+def _text_map(value) -> dict:
+    if type(value) is not dict or not all(type(k) is str and type(v) is str for k, v in value.items()):
+        raise BadEntry("a bad map of names")
+    return value
+
+
+def _outline_item(item):
+    """A module's outline facts (`project.OutlineFacts`) by (text digest, names, package flag)."""
+    from ..semantic.project import OutlineFacts
+
+    digest, names, is_package, spans, owner, methods, imports, globals_, bindings, first_code, statements = _list(item, 11, 11)
+    if type(digest) is not str or not HASH.fullmatch(digest) or type(is_package) is not bool:
+        raise BadEntry("a bad outline key")
+    names = tuple(_text(name) for name in _list(names, MAX_INT))
+    spans = tuple((_int(first, 1), _int(last, 1)) for first, last in (_list(span, 2, 2) for span in _list(spans, MAX_INT)))
+    if type(owner) is not dict or type(methods) is not dict or type(bindings) is not dict:
+        raise BadEntry("bad outline maps")
+    owner = {_text(name): _int(number, 0) for name, number in owner.items()}
+    methods = {_text(name): tuple(_int(number, 0) for number in _list(held, MAX_INT)) for name, held in methods.items()}
+    found = {}
+    for name, entries in bindings.items():
+        rows = []
+        for kind, imported, conditional, is_none in (_list(row, 4, 4) for row in _list(entries, MAX_INT)):
+            if kind not in BINDING_KINDS or type(conditional) is not bool or type(is_none) is not bool:
+                raise BadEntry("a bad module-level binding")
+            rows.append((kind, None if imported is None else _text(imported), conditional, is_none))
+        found[_text(name)] = tuple(rows)
+    lines = {_int(line, 1): _int(first, 1) for line, first in (_list(pair, 2, 2) for pair in _list(statements, MAX_INT))}
+    facts = OutlineFacts(
+        spans, owner, methods, _text_map(imports), frozenset(_text(name) for name in _list(globals_, MAX_INT)), found,
+        None if first_code is None else _int(first_code, 1), lines,
+    )
+    return (digest, names, is_package), facts
+
+
+# kind -> (encode one (key, fact), decode one stored item into (key, fact)).
+FACT_CODECS = {
+    "admitted": (lambda key, admitted: [*key, admitted], _admission_item),
+    "scans": (_scan_data, _scan_item),
+    "outlines": (_outline_data, _outline_item),
+}
+
+
+def tool_key(kind: str) -> str:
+    """The key of facts that depend on nothing but their own key and this tool (a scan on
+    its text: the limits are code; an outline on its text and module names)."""
+    return hashlib.blake2b(json.dumps([kind, FORMAT, __version__, tool_fingerprint()]).encode(), digest_size=20).hexdigest()
+
+
+def admissions_key(prefilter) -> str:
+    """Everything a prefilter's answers depend on besides the file: its targets, words and
+    stand-ins, and this tool."""
+    digest = hashlib.blake2b(digest_size=20)
+    # Sorted: the order they are tried in changes how fast an answer comes, not the answer.
+    words = sorted({word.decode("latin-1") for word in prefilter.words})
+    parts = [sorted(set(prefilter.targets)), words, sorted(set(prefilter.stand_ins))]
+    digest.update(json.dumps(["admissions", FORMAT, __version__, tool_fingerprint(), *parts]).encode())
+    return digest.hexdigest()
+
+
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
         # Why the last load found no usable entry ("" for a hit or a plain miss); for tests.
         self.last_rejection = ""
+        self.facts_rejections: dict[str, str] = {}
 
     def _entry(self, key: str) -> Path:
         return self.folder / f"results-{key}.json"
@@ -475,6 +599,35 @@ class ResultCache:
             self._prune(pattern)
         except OSError:
             pass
+
+    # -- per-file facts --------------------------------------------------------------------
+    def _facts_entry(self, kind: str, key: str) -> Path:
+        return self.folder / f"{kind}-{key}.json"
+
+    def load_facts(self, kind: str, key: str) -> FileFacts:
+        """The stored facts of `kind` under `key` (none where missing or damaged; why a
+        damaged one was not served goes to `facts_rejections[kind]`, not `last_rejection`)."""
+        records_rejection, self.last_rejection = self.last_rejection, ""
+        decode_item = FACT_CODECS[kind][1]
+        found = self._read(self._facts_entry(kind, key), lambda data: self._decode_facts(data, key, decode_item))
+        self.facts_rejections[kind], self.last_rejection = self.last_rejection, records_rejection
+        return found if found is not None else FileFacts()
+
+    def _decode_facts(self, data: bytes, key: str, decode_item) -> FileFacts:
+        entry = json.loads(data.decode("utf-8"))
+        _keys(entry, FACTS_KEYS)
+        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+            raise BadEntry("an entry of another version or key")
+        items = _list(entry["entries"], MAX_INT)
+        if entry["digest"] != findings_digest(items):
+            raise BadEntry("facts that do not match their digest")
+        return FileFacts(dict(decode_item(item) for item in items))
+
+    def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
+        encode_item = FACT_CODECS[kind][0]
+        items = [encode_item(fact_key, value) for fact_key, value in facts.kept().items()]
+        data = {"format": FORMAT, "version": __version__, "key": key, "entries": items, "digest": findings_digest(items)}
+        self._write(self._facts_entry(kind, key), data, f"{kind}-*.json")
 
     # -- analysis records -------------------------------------------------------------------
     def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:

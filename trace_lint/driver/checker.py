@@ -224,10 +224,11 @@ def collection_paused():
             gc.enable()
 
 
-def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInputs) -> Optional[list[int]]:
+def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInputs, cache=None, hashes=None) -> Optional[list[int]]:
     """Indexes of the entries the prefilter admits (files that can hold captured code's
     start), reading their bytes into `raw`; None when a file cannot be read (the analysis
-    reports it). Needs neither libcst nor the rules."""
+    reports it). With a cache (and each file's content hash), the prefilter is asked only
+    about contents the cache has no answer for. Needs neither libcst nor the rules."""
     from ..frameworks import prefilter_for
     from ..frontend.prefilter import enabled
     from ..frontend.source import PACKAGE_FILES, ReadError, read_bytes
@@ -238,6 +239,12 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
         # Every file is searched (the engine leaves out those that do not parse and that
         # the prefilter would not admit: see `prefilter.enabled`).
         return list(range(len(entries)))
+    admissions = key = None
+    if cache is not None and hashes is not None:
+        from .cache import admissions_key
+
+        key = admissions_key(prefilter)
+        admissions = cache.load_facts("admitted", key)
     for index, (path, name, _display, text, _explicit) in enumerate(entries):
         data = raw.get(index)
         if data is None:
@@ -245,13 +252,20 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
                 data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
             except ReadError:
                 return None
-        if inputs.admits(prefilter, data, name[0], path.name in PACKAGE_FILES):
+        is_package = path.name in PACKAGE_FILES
+        if admissions is not None:
+            found = admissions.get((hashes[index][2], name[0], is_package), lambda: inputs.admits(prefilter, data, name[0], is_package))
+        else:
+            found = inputs.admits(prefilter, data, name[0], is_package)
+        if found:
             admitted.append(index)
+    if admissions is not None and admissions.new:
+        cache.store_facts("admitted", key, admissions)
     return admitted
 
 
 def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, inputs: RunInputs) -> list[Finding]:
-    admitted = _admitted(entries, raw, settings, inputs)
+    admitted = _admitted(entries, raw, settings, inputs, cache, hashes)
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
     selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
     if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
@@ -271,6 +285,28 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
                 progress.start(len(entries))
                 progress.finish()
             return _finished(settled)
+    if cache is None:
+        return _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
+    from ..frontend.syntax_limits import KnownScans
+    from ..semantic.project import KnownOutlines
+    from .cache import tool_key
+
+    # Each file's syntax-limits scan (TRC001's measure, before any parser sees the text) and
+    # its module's outline are facts of its text: a run computes them only for texts the
+    # cache has not seen.
+    known = {"scans": KnownScans, "outlines": KnownOutlines}
+    facts = {kind: holder(cache.load_facts(kind, tool_key(kind)).known) for kind, holder in known.items()}
+    with facts["scans"], facts["outlines"]:
+        findings = _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
+    for kind, found in facts.items():
+        if found.new:
+            cache.store_facts(kind, tool_key(kind), found)
+    return findings
+
+
+def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: list) -> list[Finding]:
+    """The analysis of the project (`_analyse` once nothing could be answered from the cache)."""
+    from ..frontend.prefilter import enabled as prefilter_enabled
     from ..semantic.project import ModuleInfo, Project
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]

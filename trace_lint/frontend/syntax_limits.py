@@ -28,12 +28,15 @@ The text is never run; `ast.parse` is CPython's own parser, which refuses cleanl
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
+
+from ..core.file_facts import ActiveFacts
 
 # CPython's tokenizer: MAXLEVEL 200 brackets, MAXINDENT 100 indentation stack entries (the
 # first is column 0), the same in 3.10, 3.11, 3.12 and 3.13.
@@ -371,9 +374,28 @@ def apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(parts)
 
 
+Scan = tuple[Optional[Refusal], list[tuple[int, int, str]], bool]
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class KnownScans(ActiveFacts[str, Scan]):
+    """Scans of texts seen before, by the text's digest (`text_digest`): a scan is a pure
+    function of the text, so the driver keeps them between runs (its cache) and a run scans
+    only texts it has not seen."""
+
+    active: Optional["KnownScans"] = None
+
+    def scan(self, text: str) -> Scan:
+        return self.get(text_digest(text), lambda: scan(text))
+
+
 def prepare(text: str) -> Prepared:
     """The text parsers may see, or what CPython refuses in it."""
-    refusal, edits, reduced = scan(text)
+    known = KnownScans.active
+    refusal, edits, reduced = known.scan(text) if known is not None else scan(text)
     if refusal is not None:
         return Prepared("", refusal)
     return Prepared(apply(text, edits), None, reduced)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ..core.file_facts import FileFacts
 from ..driver.cache import AnalysisRecord, ResultCache
 from ..driver.checker import RunInputs
 from ..frontend.source import PACKAGE_FILES
@@ -244,6 +245,8 @@ class KeptResultCache(ResultCache):
         super().__init__(folder)
         self._decoded: _UsedDict = _UsedDict()
         self._pending: list = []
+        # (kind, key) -> per-file facts, read from disk once and kept up to date.
+        self._facts: dict[tuple[str, str], dict] = {}
 
     def flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -258,6 +261,16 @@ class KeptResultCache(ResultCache):
             self._read(self._analysis_entry(key, record.hashes), lambda data: self._decode_analysis(data, key, files))
 
         self._pending.append(write)
+
+    def load_facts(self, kind: str, key: str) -> FileFacts:
+        known = self._facts.get((kind, key))
+        if known is None:
+            known = self._facts[(kind, key)] = super().load_facts(kind, key).known
+        return FileFacts(known)
+
+    def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
+        self._facts[(kind, key)] = facts.kept()
+        self._pending.append(lambda: ResultCache.store_facts(self, kind, key, facts))
 
     def store(self, key: str, findings, files_checked: int) -> None:
         self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))

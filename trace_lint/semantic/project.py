@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 
 import libcst as cst
 
+from ..core.file_facts import ActiveFacts
 from ..frontend import syntax_limits
 from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, outline_bindings, target_names
 from .cfg import ControlFlowGraph
@@ -239,6 +240,33 @@ class _TopLevel(Mapping):
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+@dataclass(frozen=True)
+class OutlineFacts:
+    """A module's outline as data (`ModuleInfo._outline_data`): the (first, last) lines of
+    each top-level definition's chunk in order; which chunk defines each top-level name and
+    which hold methods of each name (0: the rest of the module, then the definitions in
+    order); the module-level imports, names and bindings; the suppressions' first code line
+    and statement lines."""
+
+    spans: tuple[tuple[int, int], ...]
+    owner: dict[str, int]
+    method_chunks: dict[str, tuple[int, ...]]
+    imports: dict[str, str]
+    globals: frozenset[str]
+    bindings: dict[str, tuple[tuple[str, Optional[str], bool, bool], ...]]
+    first_code_line: Optional[int]
+    statement_lines: dict[int, int]
+
+
+class KnownOutlines(ActiveFacts[tuple[str, tuple[str, ...], bool], OutlineFacts]):
+    """Outlines of modules seen before, by (text digest, the module's names, package flag):
+    what loading reads from `ast` is a pure function of these (relative imports resolve
+    from the names), so the driver keeps them between runs and a run outlines only texts it
+    has not seen."""
+
+    active: Optional["KnownOutlines"] = None
+
+
 class ModuleInfo:
     """One source file. Read and outlined with `ast` on first use; libcst parses each
     top-level def or class, and the module-level code, only when something needs it."""
@@ -275,6 +303,8 @@ class ModuleInfo:
         self.outline_facts: tuple[Optional[int], dict[int, int]] = (None, {})
         self._chunks: list[_Chunk] = []
         self._rest: Optional[_Chunk] = None
+        # The (first, last) lines of each top-level definition's chunk.
+        self._spans: tuple[tuple[int, int], ...] = ()
         self._chunk_by_root: dict[int, _Chunk] = {}
         # Module-level name -> the chunk whose definition of it wins (the last one).
         self._owner: dict[str, _Chunk] = {}
@@ -317,6 +347,11 @@ class ModuleInfo:
             self.parse_error = (self.source.error, self.source.error_line, self.source.error_column)
             return
         ModuleInfo.parsed_count += 1
+        known = KnownOutlines.active
+        key = (syntax_limits.text_digest(self.source.text), self.names, self.is_package) if known is not None else None
+        if known is not None and self._install_outline(known.lookup(key)):
+            self._ok = True
+            return
         # Measured before any parser that can crash sees it; `text` keeps every position.
         checked = _outline(self, self.source.text)
         if checked.error is not None:
@@ -333,6 +368,8 @@ class ModuleInfo:
             # outlines took more memory than libcst's trees of what is analysed.
             self._outline_text = None if text == self.source.text else text
             self._ok = True
+            if known is not None and self._outline_text is None and not self.text_reduced:
+                known.put(key, self._outline_data())
             return
         # This Python's parser refuses it: libcst decides, on the whole module (it may be
         # newer syntax that libcst knows).
@@ -352,6 +389,14 @@ class ModuleInfo:
 
     def _split(self, outline: ast.Module, text: str) -> None:
         """Chunks from the outline: every top-level def and class, and the rest."""
+        defined = [s for s in outline.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        spans = [(min([s.lineno, *(d.lineno for d in s.decorator_list)]), s.end_lineno or s.lineno) for s in defined]
+        chunks = self._cut(text, spans)
+        _OutlineReader(self, {id(statement): chunk for statement, chunk in zip(defined, chunks)}).read(outline)
+
+    def _cut(self, text: str, spans: list[tuple[int, int]]) -> list[_Chunk]:
+        """The chunks of these (first, last) line spans of top-level definitions, in order,
+        and the rest (`_rest`, where they are blank lines); the definitions' chunks."""
         ends = [m.end() for m in _LINE_END.finditer(text)]
         offsets = [0, *ends]  # offsets[n - 1]: where line n starts
 
@@ -361,16 +406,9 @@ class ModuleInfo:
         rest_parts: list[str] = []
         cursor = 0
         chunks: list[_Chunk] = []
-        by_statement: dict[int, _Chunk] = {}
-        for statement in outline.body:
-            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
-            last = statement.end_lineno or statement.lineno
+        for first, last in spans:
             begin, end = line_start(first), line_start(last + 1)
-            chunk = _Chunk(first, text[begin:end], is_rest=False)
-            chunks.append(chunk)
-            by_statement[id(statement)] = chunk
+            chunks.append(_Chunk(first, text[begin:end], is_rest=False))
             rest_parts.append(text[cursor:begin])
             # Blank lines keep every later line where it was.
             rest_parts.append("".join(m.group() for m in _LINE_END.finditer(text, begin, end)))
@@ -378,7 +416,44 @@ class ModuleInfo:
         rest_parts.append(text[cursor:])
         self._rest = _Chunk(1, "".join(rest_parts), is_rest=True)
         self._chunks = [self._rest, *chunks]
-        _OutlineReader(self, by_statement).read(outline)
+        self._spans = tuple(spans)
+        return chunks
+
+    def _outline_data(self) -> "OutlineFacts":
+        """What loading read from the `ast` outline (`_split`, the outline reader, the
+        suppressions' facts), as data: a fact of the text, the module's names and package
+        flag, which `_install_outline` puts back without parsing."""
+        number = {id(chunk): index for index, chunk in enumerate(self._chunks)}  # 0: the rest
+        return OutlineFacts(
+            self._spans,
+            {name: number[id(chunk)] for name, chunk in self._owner.items()},
+            {name: tuple(number[id(chunk)] for chunk in chunks) for name, chunks in self._method_chunks.items()},
+            dict(self.imports),
+            frozenset(self.globals),
+            {name: tuple(found) for name, found in self.global_bindings.items()},
+            self.outline_facts[0],
+            dict(self.outline_facts[1]),
+        )
+
+    def _install_outline(self, facts: Optional["OutlineFacts"]) -> bool:
+        """Load from outline facts of this text (False: none, or not of this text's lines)."""
+        if facts is None:
+            return False
+        text = self.source.text
+        lines = len(_LINE_END.findall(text)) + 1
+        numbers = (*facts.owner.values(), *(i for held in facts.method_chunks.values() for i in held))
+        if any(not 1 <= first <= last <= lines for first, last in facts.spans) or any(not 0 <= i <= len(facts.spans) for i in numbers):
+            return False
+        defined = self._cut(text, list(facts.spans))
+        chunks = [self._rest, *defined]
+        self.has_outline = True
+        self._owner = {name: chunks[i] for name, i in facts.owner.items()}
+        self._method_chunks = {name: [chunks[i] for i in held] for name, held in facts.method_chunks.items()}
+        self.imports = dict(facts.imports)
+        self.globals = set(facts.globals)
+        self.global_bindings = {name: list(found) for name, found in facts.bindings.items()}
+        self.outline_facts = (facts.first_code_line, dict(facts.statement_lines))
+        return True
 
     def _parse(self, chunk: _Chunk) -> bool:
         """Parse and index one chunk (once). False when it cannot be analysed."""
