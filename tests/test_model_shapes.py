@@ -129,14 +129,7 @@ def test_a_none_default_forwarded_down_keeps_its_branches_untaken():
     # `if mask is not None:` with its `.item()`. On the unmasked capture that rebinding never
     # runs, so `mask` is None two frames down and the host read is not captured work there:
     # the TRC102 carries only the masked capture's chain.
-    project = PROJECTS / "forwarded_default"
-    result = run_cli("check", str(project), "--no-cache", "--output-format", "json")
-    assert result.returncode in (0, 1), result.stderr.decode()
-    found = {
-        (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
-        for item in json.loads(result.stdout)
-    }
-    assert found == {("blocks.py", 9, "TRC102", ("graphs.py:17",))}
+    assert _findings_with_chain_starts(PROJECTS / "forwarded_default") == {("blocks.py", 9, "TRC102", ("graphs.py:17",))}
 
 
 def test_a_helper_calling_its_callable_with_arguments_leaves_the_rest_to_their_defaults():
@@ -150,13 +143,7 @@ def test_a_helper_calling_its_callable_with_arguments_leaves_the_rest_to_their_d
     # a one-file run of the model's file.
     project = PROJECTS / "helper_call_default"
     for path in (project, project / "dit_head.py"):
-        result = run_cli("check", str(path), "--no-cache", "--output-format", "json")
-        assert result.returncode in (0, 1), result.stderr.decode()
-        found = {
-            (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
-            for item in json.loads(result.stdout)
-        }
-        assert found == {("dit_head.py", 13, "TRC102", ("head_server.py:15", "head_server.py:9"))}, path
+        assert _findings_with_chain_starts(path) == {("dit_head.py", 13, "TRC102", ("head_server.py:15", "head_server.py:9"))}, path
 
 
 def test_model_built_outside_the_project_may_free_its_input():
@@ -168,3 +155,38 @@ def test_model_built_outside_the_project_may_free_its_input():
     # unresolved call). A project model that keeps its input alive leaves the allocation a
     # creation in the capture: TRC301 (runner.py:41).
     assert finding_set(PROJECTS / "external_model") == {("runner.py", 41, "TRC301")}
+
+
+def _findings_with_chain_starts(path: Path) -> set:
+    """(file, line, code, where each chain starts) of a `--no-cache` run on `path`."""
+    result = run_cli("check", str(path), "--no-cache", "--output-format", "json")
+    assert result.returncode in (0, 1), result.stderr.decode()
+    return {
+        (Path(item["filename"]).name, item["location"]["row"], item["code"], tuple(sorted(f"{Path(c[0]['filename']).name}:{c[0]['location']['row']}" for c in item["chains"])))
+        for item in json.loads(result.stdout)
+    }
+
+
+def test_a_mode_literal_passed_through_the_base_call_decides_the_branches_below():
+    # The galaxy Llama demo's decode capture: `tt_model(x, mode="decode")` runs the base
+    # class's `__call__(self, *args, **kwargs)`, which hands everything to `self.forward`;
+    # the layers pass `mode` on down (positionally, through `layer(...)` and the same base
+    # call) to the attention's `if mode == "prefill": return self.forward_prefill(...)`,
+    # where a `ttnn.from_torch(..., device=...)` makes the user id. On the decode capture
+    # (demo.py:10), and on the one that leaves `mode` to its "decode" default (26), the
+    # prefill path never runs: the TRC101/TRC301 carry only the prefill capture's chain (15).
+    # `Block`'s `if mode != "decode":` is decided the same way (layers.py:27).
+    assert _findings_with_chain_starts(PROJECTS / "forwarded_mode") == {
+        ("layers.py", 18, "TRC101", ("demo.py:15",)),
+        ("layers.py", 18, "TRC301", ("demo.py:15",)),
+    }
+
+
+def test_a_layer_loop_that_starts_from_an_alias_of_the_input_frees_it():
+    # molmo2's prefill trace: `x = hidden; for layer in self.layers: x = layer.forward(x)`,
+    # each block freeing the `x` it is handed. On the first turn `x` is still `hidden`, so
+    # the loop frees its argument, as `hidden = layer(hidden)` in the loop already did: the
+    # region's `decode(buffers["hidden"])` frees an element of a trace input (blocks.py:28).
+    # With the next input allocated in the region after that free and kept on `self`, the
+    # same loop is the re-allocation idiom: no TRC302, no TRC301 (blocks.py:43-44).
+    assert finding_set(PROJECTS / "layer_loop_free") == {("blocks.py", 28, "TRC302")}

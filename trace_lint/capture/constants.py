@@ -11,7 +11,11 @@ as capture-time objects are), so a split run, a one-file run and a whole run agr
 parameter is known only where every edge of that site into the function gives it the same
 literal (or leaves it to a literal default), or a value that is never None; anything else
 (a variable of unknown value, `*args`/`**kwargs`, a call through `functools.partial`, an
-unresolved call) leaves it unknown, and nothing is decided on it.
+unresolved call) leaves it unknown, and nothing is decided on it. A function that only hands
+its own `*args, **kwargs` on (`def __call__(self, *args, **kwargs): return
+self.forward(*args, **kwargs)`, the base class every TT-NN module has) passes each caller's
+arguments through unchanged: the target's parameter gets what each call of the wrapper that
+can dispatch to that target gives it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ Form = tuple  # (Value, frozenset[str])
 # names ends there); calls are followed through their summaries, any number of frames down.
 _DEPTH = 4
 _NOT_LITERAL = object()
+# A wrapper's pass-through of one target parameter, as a pseudo-parameter of the wrapper
+# (no identifier starts with it): "*<id of the forwarding call>:<id of the target>:<name>".
+_FORWARDED = "*"
 
 
 def _constant(value) -> Value:
@@ -104,6 +111,8 @@ class ConstantParameters:
         # number of frames down and whichever function is asked about first.
         self._never_none = FixedPoint(self._own_never_none, False)
         self._dead: dict[tuple[int, int], frozenset[int]] = {}
+        # Pass-through pseudo-parameters: name -> (forwarding call, wrapper, target, parameter).
+        self._forwards: dict[str, tuple[cst.Call, FunctionInfo, FunctionInfo, str]] = {}
         self.solved = False
 
     # -- recording ---------------------------------------------------------------------------
@@ -262,7 +271,9 @@ class ConstantParameters:
             found = self._forms[key] = self._argument_form(caller, call, target, name, dead)
         return found
 
-    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int] = _NONE_DEAD) -> Form:
+    def _argument_form(self, caller: FunctionInfo, call: cst.Call, target: FunctionInfo, name: str, dead: frozenset[int] = _NONE_DEAD, forwards: bool = True) -> Form:
+        if name.startswith(_FORWARDED):
+            return self._passed_through_form(caller, call, target, name, dead)
         if self._through_partial(call, caller):
             return _UNKNOWN_FORM  # `p = partial(f, sync=True); p()`: the partial's arguments count
         receiver, mapping = self.resolver.arguments(call, caller, target)
@@ -271,12 +282,29 @@ class ConstantParameters:
         if name in mapping:
             return self._expression_form(mapping[name], caller, 0, dead)
         if any(argument.star for argument in call.args):
+            if forwards and _passes_own_arguments_on(caller, call, target):
+                pseudo = f"{_FORWARDED}{id(call)}:{id(target)}:{name}"
+                self._forwards[pseudo] = (call, caller, target, name)
+                return (TOP, frozenset({pseudo}))
             return _UNKNOWN_FORM
         default = _default(target, name)
         if default is None:
             return _UNKNOWN_FORM
         value = _literal(default)
         return _UNKNOWN_FORM if value is _NOT_LITERAL else (_constant(value), frozenset())
+
+    def _passed_through_form(self, caller: FunctionInfo, call: cst.Call, wrapper: FunctionInfo, pseudo: str, dead: frozenset[int]) -> Form:
+        """What a call of a pass-through wrapper gives the wrapped target's parameter: the
+        call's own arguments bound to the target. A call whose receiver's known classes all
+        dispatch the wrapper's call elsewhere never reaches that target (no constraint)."""
+        forwarding, _, target, name = self._forwards[pseudo]
+        classes = [t.self_class for t in self.resolver.resolve_all(call, caller) if t.function is wrapper]
+        if classes and None not in classes:
+            dispatched = [self.resolver.resolve_all(forwarding, wrapper, cls) for cls in classes]
+            if all(found for found in dispatched) and not any(t.function is target for found in dispatched for t in found):
+                return (TOP, frozenset())
+        # One wrapper deep: a call that itself unpacks arguments is not followed further.
+        return self._argument_form(caller, call, target, name, dead, forwards=False)
 
     def _through_partial(self, call: cst.Call, caller: FunctionInfo) -> bool:
         """The call's name is bound to a `functools.partial`: its arguments are not all the
@@ -413,6 +441,33 @@ class ConstantParameters:
         return frozenset(dead)
 
 
+def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: FunctionInfo) -> bool:
+    """`def w(self, *args, **kwargs): ... self.m(*args, **kwargs)` (or a function handing
+    its `*args, **kwargs` to a function): the wrapper takes nothing but its receiver and
+    those, never rebinds them, and passes them on whole, receiver to receiver."""
+    node = wrapper.node
+    if isinstance(node, cst.Lambda):
+        return False
+    params = node.params
+    receiver = receiver_parameter(wrapper)
+    named = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    if named != ([receiver] if receiver is not None else []):
+        return False
+    star_args = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    star_kwargs = params.star_kwarg.name.value if isinstance(params.star_kwarg, cst.Param) else None
+    expected = [("*", star_args)] if star_args else []
+    expected += [("**", star_kwargs)] if star_kwargs else []
+    if not expected or [(a.star, a.value.value if isinstance(a.value, cst.Name) else None) for a in call.args] != expected:
+        return False
+    if any(b.kind != "param" for a in call.args for b in wrapper.bindings.reaching(a.value.value, a.value)):
+        return False
+    func = call.func
+    if receiver is not None:
+        on_receiver = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == receiver
+        return on_receiver and receiver_parameter(target) is not None
+    return isinstance(func, cst.Name) and receiver_parameter(target) is None
+
+
 def _never_none_form(form: Form) -> bool:
     return not form[1] and _not_none(form[0])
 
@@ -435,6 +490,9 @@ def _tested_names(test: cst.BaseExpression) -> list[str]:
     tested = _none_test(test)
     if tested is not None:
         return [tested[0].value]
+    compared = _literal_comparison(test)
+    if compared is not None:
+        return [compared[0].value]
     return []
 
 
@@ -449,6 +507,21 @@ def _none_test(test: cst.BaseExpression) -> Optional[tuple[cst.Name, bool]]:
         and test.comparisons[0].comparator.value == "None"
     ):
         return test.left, isinstance(test.comparisons[0].operator, cst.Is)
+    return None
+
+
+def _literal_comparison(test: cst.BaseExpression) -> Optional[tuple[cst.Name, object, bool]]:
+    """`mode == "decode"` (either side) -> (mode, "decode", True); `!=` -> False."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+        return None
+    for name, other in ((test.left, target.comparator), (target.comparator, test.left)):
+        if isinstance(name, cst.Name) and name.value not in ("True", "False", "None"):
+            value = _literal(other)
+            if value is not _NOT_LITERAL:
+                return name, value, isinstance(target.operator, cst.Equal)
     return None
 
 
@@ -481,6 +554,14 @@ def _decide(test: cst.BaseExpression, value_of) -> Optional[bool]:
             return is_none
         if _not_none(value):
             return not is_none
+    compared = _literal_comparison(test)
+    if compared is not None:
+        name, literal, equal = compared
+        value = value_of(name)
+        if value is None or value[0] != "const":
+            return None
+        same = bool(value[2] == literal)
+        return same if equal else not same
     return None
 
 

@@ -111,6 +111,25 @@ def _holds_parameter(path: str, node: cst.CSTNode, function: FunctionInfo, param
     return root in parameters and any(b.kind == "param" for b in function.bindings.reaching(root, node))
 
 
+def _held_paths(path: Optional[str], node: cst.CSTNode, function: FunctionInfo) -> list[str]:
+    """The path, and where its root is a local that some binding reaching the node made an
+    alias of a path (`x = hidden` before `for layer in layers: x = layer(x)`), that path too:
+    on the turn where the alias still holds, a free of the local frees what it names, as a
+    free of a parameter rebound in the loop (`hidden = layer(hidden)`) frees the argument."""
+    if path is None:
+        return []
+    out = [path]
+    root = root_of(path)
+    if root in function.params or not function.bindings.binds(root):
+        return out
+    for binding in function.bindings.reaching(root, node):
+        if binding.kind in ("assign", "annassign") and isinstance(binding.value, (cst.Name, cst.Attribute, cst.Subscript)):
+            alias = path_of(binding.value, function)
+            if alias is not None and alias != path:
+                out.append(alias + path[len(root):])
+    return out
+
+
 def root_of(path: str) -> str:
     end = len(path)
     for mark in (".", "["):
@@ -283,12 +302,14 @@ class Summaries:
             direct = self.freed_expression(node, function)
             if direct is not None:
                 path = path_of(direct, function)
-                if path is not None and _holds_parameter(path, node, function, parameters):
-                    found.setdefault(path, Freed(path, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
+                for held in _held_paths(path, node, function):
+                    if _holds_parameter(held, node, function, parameters):
+                        found.setdefault(held, Freed(held, (Step(function.module, node, f"`{function.qualname}` frees `{function.module.code(direct)}` here"),)))
                 continue
             for freed in self.call_frees(node, function):
-                if _holds_parameter(freed.path, node, function, parameters):
-                    found.setdefault(freed.path, freed)
+                for held in _held_paths(freed.path, node, function):
+                    if _holds_parameter(held, node, function, parameters):
+                        found.setdefault(held, Freed(held, freed.steps))
         return tuple(found.values())
 
     def call_frees(self, call: cst.Call, function: FunctionInfo) -> tuple[Freed, ...]:
