@@ -291,3 +291,37 @@ def test_a_stat_is_trusted_once_the_file_system_clock_has_moved_past_it():
     assert not _quiet((whole, whole, 10, 1, 1), now)
     assert _quiet((whole - RACY_NS, whole - RACY_NS, 10, 1, 1), now)
     assert _quiet(None, now)  # nothing there: nothing to trust
+
+
+def test_the_server_writes_per_file_facts_once_enough_are_new(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An edit adds a scan and an outline; the server keeps them in memory and writes a kind's
+    entry only once `FACTS_WRITE_AFTER` new facts of it have gathered (its first check
+    writes every kind), so that a check does not pay for rewriting entries after each edit."""
+    from trace_lint.driver.cache import ResultCache
+    from trace_lint.lsp import kept
+
+    monkeypatch.setattr(kept, "FACTS_WRITE_AFTER", 3)
+    writes: list[str] = []
+    real = ResultCache.store_facts
+    monkeypatch.setattr(ResultCache, "store_facts", lambda self, kind, key, facts: writes.append(kind) or real(self, kind, key, facts))
+    cache = kept.KeptResultCache(tmp_path / "cache")
+    first = cache.load_facts("scans", "k")
+    for n in range(4):
+        first.put(f"{n:032x}", (None, [], False))
+    cache.store_facts("scans", "k", first)
+    cache.flush()
+    assert writes == ["scans"]  # four new: written
+    for n in range(4, 6):
+        later = cache.load_facts("scans", "k")
+        assert set(later.known) >= {f"{m:032x}" for m in range(n)}  # what was kept is known
+        later.put(f"{n:032x}", (None, [], False))
+        cache.store_facts("scans", "k", later)
+        cache.flush()
+    assert writes == ["scans"]  # two new since: kept in memory only
+    last = cache.load_facts("scans", "k")
+    last.put(f"{6:032x}", (None, [], False))
+    cache.store_facts("scans", "k", last)
+    cache.flush()
+    assert writes == ["scans", "scans"]
+    # On disk: all seven, for the command line or a later server.
+    assert len(ResultCache(tmp_path / "cache").load_facts("scans", "k").known) == 7

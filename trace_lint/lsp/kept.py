@@ -234,6 +234,10 @@ class KeptInputs(RunInputs):
         return found
 
 
+# New per-file facts of one kind the server gathers before it writes the kind's entry.
+FACTS_WRITE_AFTER = 32
+
+
 class KeptResultCache(ResultCache):
     """The project's result cache, with each analysis record decoded once: a record's
     decoding is a pure function of its bytes (and of the key and files it is checked
@@ -245,8 +249,10 @@ class KeptResultCache(ResultCache):
         super().__init__(folder)
         self._decoded: _UsedDict = _UsedDict()
         self._pending: list = []
-        # (kind, key) -> per-file facts, read from disk once and kept up to date.
+        # (kind, key) -> per-file facts, read from disk once and kept up to date; the keys
+        # on disk (read or last written).
         self._facts: dict[tuple[str, str], dict] = {}
+        self._written: dict[tuple[str, str], set] = {}
 
     def flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -266,11 +272,18 @@ class KeptResultCache(ResultCache):
         known = self._facts.get((kind, key))
         if known is None:
             known = self._facts[(kind, key)] = super().load_facts(kind, key).known
+            self._written[(kind, key)] = set(known)
         return FileFacts(known)
 
     def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
-        self._facts[(kind, key)] = facts.kept()
-        self._pending.append(lambda: ResultCache.store_facts(self, kind, key, facts))
+        """Kept in memory at once; on disk (for the command line, a later server) once
+        `FACTS_WRITE_AFTER` new facts of the kind have gathered: an edit adds one or two,
+        and rewriting the entry after each would cost the next check its time."""
+        kept = self._facts[(kind, key)] = facts.kept()
+        written = self._written.get((kind, key), set())
+        if sum(1 for fact_key in kept if fact_key not in written) >= FACTS_WRITE_AFTER:
+            self._written[(kind, key)] = set(kept)
+            self._pending.append(lambda: ResultCache.store_facts(self, kind, key, facts))
 
     def store(self, key: str, findings, files_checked: int) -> None:
         self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))
