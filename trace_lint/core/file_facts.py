@@ -5,10 +5,16 @@ how fast a run is, never what it finds."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, Generic, Hashable, Optional, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
 Value = TypeVar("Value")
+
+def content_digest(data: bytes) -> str:
+    """The digest facts and cache entries name a content by."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
 
 # Stored beyond twice the facts a run used (an undone edit finds the fact from before it).
 SPARE = 256
@@ -35,11 +41,11 @@ class FileFacts(Generic[Key, Value]):
         self.new = True
 
     def get(self, key: Key, compute: Callable[[], Value]) -> Value:
-        found = self.known.get(key)
+        """The fact known for `key`, else computed now (and kept)."""
+        found = self.lookup(key)
         if found is None:
-            found = self.known[key] = compute()
-            self.new = True
-        self.used[key] = found
+            found = compute()
+            self.put(key, found)
         return found
 
     def kept(self) -> dict:

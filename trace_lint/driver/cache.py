@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
-from ..core.file_facts import FileFacts
+from ..core.file_facts import FileFacts, content_digest
 from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
 from ..frontend.syntax_limits import Refusal
@@ -52,8 +52,7 @@ KEEP = 16
 ANALYSIS_TRIES = 4
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+content_hash = content_digest
 
 
 _TOOL_FINGERPRINT: list[str] = []
@@ -263,6 +262,14 @@ ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "
 ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "reported", "digest"})
 GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
+
+
+def _opened(data: bytes, keys: frozenset, key: str) -> dict:
+    """An entry's JSON with exactly `keys`, of this format, version and key."""
+    entry = _keys(json.loads(data.decode("utf-8")), keys)
+    if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+        raise BadEntry("an entry of another version or key")
+    return entry
 
 
 def _int(value, lowest: int) -> int:
@@ -512,18 +519,17 @@ FACT_CODECS = {
 }
 
 
-def tool_key(kind: str) -> str:
-    """The key of facts that depend on nothing but their own key and this tool (a scan on
-    its text: the limits are code; an outline on its text and module names)."""
-    return hashlib.blake2b(json.dumps([kind, FORMAT, __version__, tool_fingerprint()]).encode(), digest_size=20).hexdigest()
+def tool_key(kind: str, *parts) -> str:
+    """The key of facts of `kind`: this tool and `parts`, all they depend on besides their
+    own key (a scan on its text alone, the limits being code; an outline on its text and
+    module names)."""
+    return hashlib.blake2b(json.dumps([kind, FORMAT, __version__, tool_fingerprint(), *parts]).encode(), digest_size=20).hexdigest()
 
 
 def admissions_key(prefilter) -> str:
     """Everything a prefilter's answers depend on besides the file: its targets, words and
     stand-ins, and this tool."""
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(json.dumps(["admissions", FORMAT, __version__, tool_fingerprint(), *prefilter.identity()]).encode())
-    return digest.hexdigest()
+    return tool_key("admissions", *prefilter.identity())
 
 
 class ResultCache:
@@ -557,10 +563,7 @@ class ResultCache:
             return None
 
     def _decode(self, data: bytes, key: str, files: frozenset, expected: Optional[int]) -> Optional[tuple[list[Finding], int]]:
-        entry = json.loads(data.decode("utf-8"))
-        _keys(entry, ENTRY_KEYS)
-        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
-            raise BadEntry("an entry of another version or key")
+        entry = _opened(data, ENTRY_KEYS, key)
         files_checked = _int(entry["files_checked"], 0)
         if expected is not None and files_checked != expected:
             raise BadEntry("another number of files")
@@ -611,10 +614,7 @@ class ResultCache:
         return found if found is not None else FileFacts()
 
     def _decode_facts(self, data: bytes, key: str, decode_item) -> FileFacts:
-        entry = json.loads(data.decode("utf-8"))
-        _keys(entry, FACTS_KEYS)
-        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
-            raise BadEntry("an entry of another version or key")
+        entry = _opened(data, FACTS_KEYS, key)
         items = _list(entry["entries"], MAX_INT)
         if entry["digest"] != findings_digest(items):
             raise BadEntry("facts that do not match their digest")
@@ -658,10 +658,7 @@ class ResultCache:
                 yield record
 
     def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
-        entry = json.loads(data.decode("utf-8"))
-        _keys(entry, ANALYSIS_KEYS)
-        if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
-            raise BadEntry("an entry of another version or key")
+        entry = _opened(data, ANALYSIS_KEYS, key)
         hashes = entry["hashes"]
         if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
             raise BadEntry("bad content hashes")

@@ -28,7 +28,6 @@ The text is never run; `ast.parse` is CPython's own parser, which refuses cleanl
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 import sys
 import threading
@@ -36,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from ..core.file_facts import ActiveFacts
+from ..core.file_facts import ActiveFacts, content_digest
 
 # CPython's tokenizer: MAXLEVEL 200 brackets, MAXINDENT 100 indentation stack entries (the
 # first is column 0), the same in 3.10, 3.11, 3.12 and 3.13.
@@ -378,7 +377,7 @@ Scan = tuple[Optional[Refusal], list[tuple[int, int, str]], bool]
 
 
 def text_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return content_digest(text.encode("utf-8", "surrogatepass"))
 
 
 class KnownScans(ActiveFacts[str, Scan]):
