@@ -414,10 +414,19 @@ def _watch(ctx, paths: list[str]) -> None:
         return name.endswith((".py", ".pyi")) or name in ("pyproject.toml", "trace-lint.toml")
 
     typer.echo("Starting trace-lint in watch mode...", err=True)
-    check_once()
-    for _changes in watchfiles.watch(*paths, watch_filter=relevant, raise_interrupt=False):
-        typer.echo("File change detected...", err=True)
-        check_once()
+    # The watcher starts before the first check, so a change made while that check runs is
+    # seen (it keeps what it saw until asked); it wakes every WATCH_WAKE_MS with no change.
+    first = True
+    for changes in watchfiles.watch(*paths, watch_filter=relevant, raise_interrupt=False, yield_on_timeout=True, rust_timeout=WATCH_WAKE_MS):
+        if first:
+            first = False
+            check_once()
+        elif changes:
+            typer.echo("File change detected...", err=True)
+            check_once()
+
+
+WATCH_WAKE_MS = 200
 
 
 def _use_color(when: str, output_file: Optional[Path]) -> bool:
