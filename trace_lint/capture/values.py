@@ -14,7 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from ..frontend.syntax_walk import preorder
-from ..semantic.bindings import Binding, assignment_targets
+from ..semantic.bindings import Binding, assignment_targets, single_assignment, target_path
 from ..semantic.dataflow import accesses
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments
@@ -207,20 +207,19 @@ def rebinds_to_itself(region: Region, statement: cst.CSTNode, name: str) -> bool
     function stored `(graph, x, out)` there first (`self.entries[key] = (graph, x, out)`,
     `entry = self.entries[key] = (...)`) and `x` was not rebound since: a cache round trip,
     no new value."""
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-        return False
-    target = statement.targets[0].target
+    target = single_assignment(statement) if isinstance(statement, cst.Assign) else None
     if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
         return False
-    index = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name), None)
-    if index is None:
-        return False
+    path = target_path(target, name)
+    if path is None or len(path) != 1:
+        return False  # absent, or inside a nested unpacking
+    index = path[0]
     function, module = region.function, region.module
     cfg = function.cfg
     source = module.normalized(statement.value)
     stores = [
         node for node in function.nodes
-        if isinstance(node, cst.Assign) and node is not statement and any(module.normalized(t.target) == source for t in node.targets)
+        if isinstance(node, cst.Assign) and node is not statement and any(module.normalized(t) == source for t in assignment_targets(node))
     ]
     between = [s for s in stores if cfg.runs_before(region.begin, s) and cfg.runs_before(s, statement)]
     if not between or cfg.runs_before(region.begin, statement, avoiding=between):
