@@ -190,3 +190,18 @@ def test_a_layer_loop_that_starts_from_an_alias_of_the_input_frees_it():
     # With the next input allocated in the region after that free and kept on `self`, the
     # same loop is the re-allocation idiom: no TRC302, no TRC301 (blocks.py:43-44).
     assert finding_set(PROJECTS / "layer_loop_free") == {("blocks.py", 28, "TRC302")}
+
+
+def test_code_below_a_return_never_runs_in_a_capture():
+    # A block helper kept its old host round trip below its `return` (blocks.py:7-11, as a
+    # real UNet helper does): those statements never run, so they are no captured work: no
+    # TRC102/TRC301/TRC101 there. `scaled` frees its argument only below its `return`
+    # (blocks.py:17): it frees nothing, so the region's `self.step(x)` frees no trace input
+    # (no TRC302 at runner.py:20), and the region's own `from_torch` below its `return`
+    # (runner.py:22) is not reported either. A statement after a conditional return still
+    # runs: `maybe_on_host`'s host path (blocks.py:23-24) stays reported.
+    assert finding_set(PROJECTS / "dead_after_return") == {
+        ("blocks.py", 23, "TRC102"),
+        ("blocks.py", 24, "TRC101"),
+        ("blocks.py", 24, "TRC301"),
+    }
