@@ -218,3 +218,18 @@ def test_unpacking_the_entry_just_stored_rebinds_nothing():
         ("runner.py", 40, "TRC201"),
         ("runner.py", 58, "TRC403"),
     }
+
+
+def test_code_below_a_return_never_runs_in_a_capture():
+    # A block helper kept its old host round trip below its `return` (blocks.py:7-11, as a
+    # real UNet helper does): those statements never run, so they are no captured work: no
+    # TRC102/TRC301/TRC101 there. `scaled` frees its argument only below its `return`
+    # (blocks.py:17): it frees nothing, so the region's `self.step(x)` frees no trace input
+    # (no TRC302 at runner.py:20), and the region's own `from_torch` below its `return`
+    # (runner.py:22) is not reported either. A statement after a conditional return still
+    # runs: `maybe_on_host`'s host path (blocks.py:23-24) stays reported.
+    assert finding_set(PROJECTS / "dead_after_return") == {
+        ("blocks.py", 23, "TRC102"),
+        ("blocks.py", 24, "TRC101"),
+        ("blocks.py", 24, "TRC301"),
+    }

@@ -332,7 +332,8 @@ def walk_unit(context: RuleContext, rules: Sequence[tuple[CheckingRule, dict]], 
     """Dispatch every node of one unit of captured code to the rules, in source order;
     `untaken`: nodes that never run on the calls the capture makes (not captured work)."""
     function, region, module = context.function, context.region, context.module
-    nodes = function.nodes if function is not None else module.nodes
+    # Code that never runs (after a `return` in its block) is no captured work.
+    nodes = function.live_nodes if function is not None else module.nodes
     flags = first_use_flags(module, nodes, capture_anchors, function, region, lambda node: context.facts.guarded_by(node, module, function))
     for node in nodes:
         if region is not None and not region.contains(node):

@@ -358,6 +358,13 @@ class ControlFlowGraph:
         blocked = self._ids(avoiding) - targets
         return not targets.isdisjoint(self._search(starts, blocked))
 
+    def unreachable(self) -> frozenset[int]:
+        """Ids of the statements (graph items) no path from the entry reaches: what follows a
+        `return`, `raise`, `break` or `continue` in its block, or a loop that never ends.
+        They never run."""
+        live = self._search([ENTRY])
+        return frozenset(key for key, indices in self._index.items() if live.isdisjoint(indices))
+
     def reached_without(self, node: cst.CSTNode, avoiding: Iterable[cst.CSTNode]) -> bool:
         """Some path from the function's entry reaches the node without passing the
         statements `avoiding` (a run that skips them)."""

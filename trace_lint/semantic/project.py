@@ -69,6 +69,7 @@ class FunctionInfo:
     nodes: list[cst.CSTNode] = field(default_factory=list)
     _bindings: Optional["ScopeBindings"] = field(default=None, repr=False)
     _cfg: Optional["ControlFlowGraph"] = field(default=None, repr=False)
+    _live: Optional[list] = field(default=None, repr=False)
 
     @property
     def full_name(self) -> str:
@@ -89,6 +90,17 @@ class FunctionInfo:
             self._cfg = ControlFlowGraph(self.node, self.module)
         return self._cfg
 
+    @property
+    def live_nodes(self) -> list[cst.CSTNode]:
+        """`nodes` without the statements that never run (no path from the entry reaches
+        them: code after a `return` or `raise` in its block). The graph is built only for a
+        body where a block goes on after such a statement."""
+        if self._live is None:
+            dead = self.cfg.unreachable() if _goes_on_after_leaving(self) else frozenset()
+            graph = self._cfg
+            self._live = [n for n in self.nodes if id(graph.statement_of(n)) not in dead] if dead else self.nodes
+        return self._live
+
     def __hash__(self) -> int:
         return id(self)
 
@@ -97,6 +109,24 @@ class FunctionInfo:
 
 
 Definition = Union[FunctionInfo, ClassInfo]
+
+_LEAVES = (cst.Return, cst.Raise, cst.Break, cst.Continue)
+
+
+def _goes_on_after_leaving(function: FunctionInfo) -> bool:
+    """Some block of the body has a statement after a `return`, `raise`, `break` or
+    `continue` (the shape that holds code that never runs; the graph decides what does)."""
+    if not isinstance(function.node, cst.FunctionDef):
+        return False  # a lambda (or a call the analysis stands in for a function): no statements
+    blocks = [function.node.body, *(n for n in function.nodes if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementSuite)))]
+    for block in blocks:
+        statements = block.body
+        for index, statement in enumerate(statements):
+            smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+            for position, small in enumerate(smalls):
+                if isinstance(small, _LEAVES) and (position < len(smalls) - 1 or index < len(statements) - 1):
+                    return True
+    return False
 
 
 class SharedParses:

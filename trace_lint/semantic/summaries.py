@@ -296,7 +296,7 @@ class Summaries:
     def _own_frees(self, function: FunctionInfo) -> tuple[Freed, ...]:
         parameters = set(function.params)
         found: dict[str, Freed] = {}
-        for node in function.nodes:
+        for node in function.live_nodes:
             if type(node) is not cst.Call:
                 continue
             direct = self.freed_expression(node, function)
@@ -344,7 +344,7 @@ class Summaries:
     def _own_stores(self, function: FunctionInfo) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
-        for node in function.nodes:
+        for node in function.live_nodes:
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                 for target in assignment_targets(node):
                     for element in target_leaves(target):
@@ -376,7 +376,7 @@ class Summaries:
     def _own_runs(self, function: FunctionInfo, self_class) -> frozenset[str]:
         parameters = set(function.params)
         found: set[str] = set()
-        for node in function.nodes:
+        for node in function.live_nodes:
             if type(node) is cst.Call:
                 found |= {r for r in self.call_runs(node, function, self_class) if r.startswith("fn:") or root_of(r) in parameters}
         return frozenset(found)
@@ -418,7 +418,7 @@ class Summaries:
 
     def _own_work(self, function: FunctionInfo, self_class) -> frozenset[str]:
         found: set[str] = set()
-        for node in function.nodes:
+        for node in function.live_nodes:
             if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
                 continue
             if self.resolver.resolve_all(node, function, self_class):
@@ -453,7 +453,7 @@ class Summaries:
     def _own_unknown(self, function: FunctionInfo, self_class) -> bool:
         return any(
             type(node) is cst.Call and self.runs_while_capturing(node, function) and self.call_reaches_unknown(node, function, self_class)
-            for node in function.nodes
+            for node in function.live_nodes
         )
 
     def move_up(self, paths: frozenset[str], call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> frozenset[str]:
