@@ -190,3 +190,18 @@ def test_a_layer_loop_that_starts_from_an_alias_of_the_input_frees_it():
     # With the next input allocated in the region after that free and kept on `self`, the
     # same loop is the re-allocation idiom: no TRC302, no TRC301 (blocks.py:43-44).
     assert finding_set(PROJECTS / "layer_loop_free") == {("blocks.py", 28, "TRC302")}
+
+
+def test_a_capture_handed_to_a_bench_harness_is_warmed_by_the_eager_run_handed_before():
+    # A micro-benchmark: `compare` hands `eager` to `timed`, which calls it, and then
+    # `record` (whose region calls the same kernel) to `timed_replay`, which calls it:
+    # the kernel ran before the capture (no TRC404 at bench.py:16), though `record` is
+    # never called by name. The region passes a preallocated `out=`, so the kernel's
+    # `if out is None:` allocation never runs in that capture. `cold` hands only `record`:
+    # its kernel is cold (TRC404 at 28), and it leaves `out` to its None default, so the
+    # allocation runs inside that capture (TRC301 at kernels.py:6, chain from bench.py:28).
+    assert _findings_with_chain_starts(PROJECTS / "handed_capture") == {
+        ("bench.py", 28, "TRC404", ()),
+        ("kernels.py", 6, "TRC301", ("bench.py:28",)),
+    }
+
