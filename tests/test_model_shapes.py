@@ -205,3 +205,18 @@ def test_a_capture_handed_to_a_bench_harness_is_warmed_by_the_eager_run_handed_b
         ("kernels.py", 6, "TRC301", ("bench.py:28",)),
     }
 
+
+def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
+    # A benchmark's `run_all(device, x)` captures in a nested `record()` that reads `device`
+    # from the enclosing function (bench.py:8): a device opened without `trace_region_size`
+    # and passed to `run_all` reaches that capture (TRC405 at bench.py:39). Opened with a
+    # size (44), or passed to functions whose nested defs only print it or capture on a
+    # parameter of their own that shadows it (49), it is not reported (that capture, with
+    # no `finally:`, is TRC401 at 30). A script's `if __name__ == "__main__":` opening one
+    # and handing it to `run_all` is the same (55); the one handed only to `report_only`
+    # (61) is not.
+    assert finding_set(PROJECTS / "closure_device") == {
+        ("bench.py", 30, "TRC401"),
+        ("bench.py", 39, "TRC405"),
+        ("bench.py", 55, "TRC405"),
+    }

@@ -169,9 +169,10 @@ class ProgramFacts:
         """Where the call's explicit arguments land: the callee's parameter name -> the argument."""
         return self._engine.resolver.arguments(call, caller, callee)[1]
 
-    def bind_arguments(self, call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> "Arguments":
-        """How the call fills the callee's parameters: the receiver's, and each argument's."""
-        return self._engine.resolver.bind_arguments(call, caller, callee)
+    def bind_arguments(self, call: cst.Call, caller: Optional["FunctionInfo"], callee: "FunctionInfo", module: Optional["ModuleInfo"] = None) -> "Arguments":
+        """How the call fills the callee's parameters: the receiver's, and each argument's
+        (`module`: where a module-level call, with no caller, is written)."""
+        return self._engine.resolver.bind_arguments(call, caller, callee, module)
 
     def callers(self, function: "FunctionInfo") -> Iterator[tuple[cst.Call, "FunctionInfo"]]:
         """(call, caller) for each call in another project function that can run `function`,
@@ -221,10 +222,11 @@ class ProgramFacts:
             for node in runner.nodes
         )
 
-    def callable_targets(self, expr: cst.BaseExpression, function: "FunctionInfo") -> list["Target"]:
+    def callable_targets(self, expr: cst.BaseExpression, function: Optional["FunctionInfo"], module: Optional["ModuleInfo"] = None) -> list["Target"]:
         """What calling the expression runs: a project function it names, a nested def, a
-        lambda's body, the function a `functools.partial` wraps."""
-        return self._engine.resolver.callable_targets(expr, function, function.module)
+        lambda's body, the function a `functools.partial` wraps (`module`: where module-level
+        code, with no function, names it)."""
+        return self._engine.resolver.callable_targets(expr, function, module if function is None else function.module)
 
     def method(self, cls: "ClassInfo", name: str) -> Optional["FunctionInfo"]:
         """The method `name` of a project class, through its bases."""

@@ -1051,7 +1051,7 @@ class MissingTraceRegion(Rule):
                     message = f"{opened.what} with `{opened.argument}={module.code(size)}` leaves no memory for traces"
                 else:
                     continue
-                if function is not None and reach.value_reaches_capture(call, function):
+                if reach.value_reaches_capture(call, function) if function is not None else reach.module_value_reaches_capture(call, module):
                     self.report(call, f"{message}; the device it opens is captured on", module=module)
 
 
@@ -1110,6 +1110,29 @@ class DeviceReach:
             return any(self._target_captures(t, function, depth, field) for t in assignment_targets(parent))
         return False
 
+    def module_value_reaches_capture(self, expr: cst.CSTNode, module) -> bool:
+        """A device opened in module-level code (a script's `if __name__ == "__main__":`),
+        bound to a name that a module-level call hands to a project function capturing with it."""
+        parent = module.parent(expr)
+        if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not expr:
+            return False
+        names = {t.value for t in assignment_targets(parent) if isinstance(t, cst.Name)}
+        for call, function in module.iter_calls():
+            if function is not None:
+                continue
+            for arg in call.args:
+                if arg.star or not isinstance(arg.value, cst.Name) or arg.value.value not in names:
+                    continue
+                targets = self.facts.callable_targets(call.func, None, module)
+                if len(targets) != 1:
+                    continue
+                target = targets[0].function
+                bound = self.facts.bind_arguments(call, None, target, module)
+                name = bound.parameter_of(arg)
+                if name is not None and bound.by_parameter.get(name) is arg.value and self._name_captures(target, name, 1):
+                    return True
+        return False
+
     def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int, field: Optional[str]) -> bool:
         if isinstance(target, cst.Name):
             return self._name_captures(function, target.value, depth, field)
@@ -1133,6 +1156,12 @@ class DeviceReach:
             self.value_reaches_capture(node, function, depth + 1, field)
             for node in function.nodes
             if isinstance(node, cst.Name) and node.value == name and self._is_read(node, function)
+        )
+        # A nested def reading it as a free variable (`def record(): begin(device)`).
+        found = found or any(
+            self._name_captures(nested, name, depth + 1, field)
+            for nested in function.nested.values()
+            if not nested.bindings.binds(name) and name not in nested.bindings.declared_global
         )
         self._param_memo[key] = found
         return found
