@@ -115,6 +115,36 @@ def test_version_help_completion_and_rule_names():
     assert run_cli("rule", "no-such-rule").returncode == 2
 
 
+def test_watch_sees_a_change_made_while_the_first_check_runs(tmp_path, monkeypatch):
+    # The watcher is started before the first check: a file saved while that check runs
+    # brings a second check (watching only after it would miss the save until the next one).
+    import trace_lint.cli as cli
+
+    project = project_with(tmp_path, host=CAPTURE_READING_HOST)
+    checks: list[int] = []
+
+    def check(**_params) -> None:
+        checks.append(len(checks))
+        if len(checks) == 1:
+            (project / "host.py").write_text(CAPTURE_READING_HOST + "\n# saved during the first check\n", encoding="utf-8")
+            time.sleep(0.5)
+        else:
+            raise KeyboardInterrupt  # the second check came: stop watching
+
+    class Context:
+        params: dict = {}
+
+    monkeypatch.setattr(cli, "check", check)
+    timer = threading.Timer(30, lambda: os.kill(os.getpid(), signal.SIGINT))  # never hang
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cli._watch(Context(), [str(project)])
+    finally:
+        timer.cancel()
+    assert checks == [0, 1]
+
+
 def test_watch_checks_again_after_a_change(tmp_path):
     project = project_with(tmp_path, host=CAPTURE_READING_HOST)
     process = subprocess.Popen(

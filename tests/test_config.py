@@ -76,3 +76,20 @@ def test_trace_lint_toml_is_found_and_wins_in_its_folder(tmp_path):
     (tmp_path / "trace-lint.toml").write_text('selekt = ["TRC2"]\n', encoding="utf-8")
     with pytest.raises(ConfigError, match="unknown key `selekt`"):
         load_settings(tmp_path / "pkg")
+
+
+def test_a_config_file_not_named_pyproject_holds_its_keys_at_the_top_level(tmp_path):
+    # `--config ci-pyproject.toml` is read as a trace-lint.toml (as ruff reads a config not
+    # named pyproject.toml as ruff.toml): its `[tool.trace-lint]` table is an unknown key
+    # `tool`, and the message says why, without claiming the key sat in that table.
+    path = tmp_path / "ci-pyproject.toml"
+    path.write_text('[tool.trace-lint]\nselect = ["TRC1"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        read_config_file(path)
+    message = str(raised.value)
+    assert "unknown key `tool` (only a file named pyproject.toml is read through [tool.trace-lint]" in message
+    assert "in [tool.trace-lint]" not in message
+    named = tmp_path / "pyproject.toml"
+    named.write_text('[tool.trace-lint]\nselekt = ["TRC1"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key `selekt` in \[tool.trace-lint\]"):
+        read_config_file(named)

@@ -305,9 +305,9 @@ class Outlined:
         self.texts: list[str] = []
         real = project._outline
 
-        def outline(module, text):
+        def outline(module, text, digest=None):
             self.texts.append(text)
-            return real(module, text)
+            return real(module, text, digest)
 
         monkeypatch.setattr(project, "_outline", outline)
 

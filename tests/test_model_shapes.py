@@ -192,6 +192,34 @@ def test_a_layer_loop_that_starts_from_an_alias_of_the_input_frees_it():
     assert finding_set(PROJECTS / "layer_loop_free") == {("blocks.py", 28, "TRC302")}
 
 
+def test_another_librarys_capture_functions_begin_no_graph():
+    # warp's torch interop tests: inside `with torch.cuda.graph(g):` the simulation library
+    # is told the capture is external (`sk.capture_begin(external=True)`, capture.py:14), a
+    # module function of an outside package, no CUDAGraph: no capture begins there, so no
+    # TRC406. A real graph's `inner.capture_begin()` inside the region still is (28).
+    # liteinfer's decoder copies its forward into a slice of a lazily allocated buffer
+    # (`self._logits[:n].copy_(self._forward(n))`, decoder.py:22): the copy is a tensor
+    # method, no user work to warm up; the forward ran twice before (17), so no TRC404 in
+    # `capture`; `capture_cold` never ran it: TRC404 on its `with` (27).
+    assert finding_set(PROJECTS / "foreign_recorder") == {
+        ("capture.py", 28, "TRC406"),
+        ("decoder.py", 27, "TRC404"),
+    }
+
+
+def test_unpacking_the_entry_just_stored_rebinds_nothing():
+    # trifusion's and eagle-harness's graph caches store `(graph, x, out)` right after the
+    # capture and unpack the entry on every call before `x.copy_(batch)` and the replay
+    # (runner.py:20-21, 42-43): on the capturing path each name gets back the object it
+    # held, no new tensor, so no TRC403 (nor for `graph`, which the region reads at 40).
+    # `SwappedRunner` stores another tensor in the input's place (57): the unpacking
+    # rebinds `x` to it, TRC403 (58). The region's ternary is TRC201 (40).
+    assert finding_set(PROJECTS / "cached_graph_entry") == {
+        ("runner.py", 40, "TRC201"),
+        ("runner.py", 58, "TRC403"),
+    }
+
+
 def test_a_capture_handed_to_a_bench_harness_is_warmed_by_the_eager_run_handed_before():
     # A micro-benchmark: `compare` hands `eager` to `timed`, which calls it, and then
     # `record` (whose region calls the same kernel) to `timed_replay`, which calls it:

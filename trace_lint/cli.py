@@ -88,7 +88,7 @@ def check(
 
     PATH: files or folders to check (default: .); `-` reads source from stdin."""
     from .driver.checker import check as run_check
-    from .output import FORMAT_NAMES, OutputContext, formatters
+    from .output import OutputContext, formatter, formatters
 
     conflict = _conflicting_flags(
         {
@@ -111,9 +111,9 @@ def check(
     if stdin_filename is not None:
         paths = ["-"]
     raw_paths = paths or ["."]
-    available = formatters()
-    if output_format not in available:
-        known = ", ".join(n for n in FORMAT_NAMES if n in available)
+    chosen_formatter = formatter(output_format)
+    if chosen_formatter is None:
+        known = ", ".join(formatters())
         raise _fail(f"--output-format: unknown format {output_format!r} (expected one of: {known})")
     if statistics and output_format not in STATISTICS_FORMATS:
         raise _fail(f"--statistics: prints text, json or json-lines; it has no {output_format!r} form (use --output-format full, json or json-lines)")
@@ -282,7 +282,7 @@ def check(
             summary=not quiet,
             unsafe_fixes=unsafe_fixes,
         )
-        rendered = available[output_format](result.findings, context)
+        rendered = chosen_formatter(result.findings, context)
         if fixed and output_format in ("full", "concise"):
             from .output.text import summary
 
@@ -414,10 +414,19 @@ def _watch(ctx, paths: list[str]) -> None:
         return name.endswith((".py", ".pyi")) or name in ("pyproject.toml", "trace-lint.toml")
 
     typer.echo("Starting trace-lint in watch mode...", err=True)
-    check_once()
-    for _changes in watchfiles.watch(*paths, watch_filter=relevant, raise_interrupt=False):
-        typer.echo("File change detected...", err=True)
-        check_once()
+    # The watcher starts before the first check, so a change made while that check runs is
+    # seen (it keeps what it saw until asked); it wakes every WATCH_WAKE_MS with no change.
+    first = True
+    for changes in watchfiles.watch(*paths, watch_filter=relevant, raise_interrupt=False, yield_on_timeout=True, rust_timeout=WATCH_WAKE_MS):
+        if first:
+            first = False
+            check_once()
+        elif changes:
+            typer.echo("File change detected...", err=True)
+            check_once()
+
+
+WATCH_WAKE_MS = 200
 
 
 def _use_color(when: str, output_file: Optional[Path]) -> bool:

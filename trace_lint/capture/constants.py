@@ -140,8 +140,7 @@ class ConstantParameters:
         if not calls:
             return {}
         receiver = receiver_parameter(target)
-        parameters = target.node.params
-        stars = {p.name.value for p in (parameters.star_arg, parameters.star_kwarg) if isinstance(p, cst.Param)}
+        stars = set(_star_parameters(target)) - {None}
         names = [name for name in target.params if name != receiver and name not in stars]
         values: dict[str, Value] = {}
         for call, caller in calls:
@@ -458,8 +457,7 @@ def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: Func
     named = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     if named != ([receiver] if receiver is not None else []):
         return False
-    star_args = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
-    star_kwargs = params.star_kwarg.name.value if isinstance(params.star_kwarg, cst.Param) else None
+    star_args, star_kwargs = _star_parameters(wrapper)
     expected = [("*", star_args)] if star_args else []
     expected += [("**", star_kwargs)] if star_kwargs else []
     if not expected or [(a.star, a.value.value if isinstance(a.value, cst.Name) else None) for a in call.args] != expected:
@@ -471,6 +469,12 @@ def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: Func
         on_receiver = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == receiver
         return on_receiver and receiver_parameter(target) is not None
     return isinstance(func, cst.Name) and receiver_parameter(target) is None
+
+
+def _star_parameters(function: FunctionInfo) -> tuple[Optional[str], Optional[str]]:
+    """The names of a function's `*args` and `**kwargs` parameters (None: it has none)."""
+    params = function.node.params
+    return tuple(p.name.value if isinstance(p, cst.Param) else None for p in (params.star_arg, params.star_kwarg))
 
 
 def _never_none_form(form: Form) -> bool:

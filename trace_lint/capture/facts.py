@@ -121,7 +121,19 @@ class ProgramFacts:
     def begins_capture(self, call: cst.Call, name: Optional[str]) -> bool:
         """The call (qualified `name`) begins a capture: `ttnn.begin_trace_capture`,
         `torch.cuda.graph(g)`, `g.capture_begin()`."""
-        return name in self._capture_begins or any(f.begins_capture_on_receiver(call) for f in frameworks.FRAMEWORKS)
+        if name in self._capture_begins:
+            return True
+        # A begin method on a receiver (`g.capture_begin()`) begins a capture where the region
+        # finder judged the receiver a graph: another library's module function of that name
+        # (`recorder.capture_begin(external=True)`) records nothing of ours.
+        return any(f.begins_capture_on_receiver(call) for f in frameworks.FRAMEWORKS) and id(call) in self._region_begins()
+
+    def _region_begins(self) -> frozenset[int]:
+        regions = self._engine.regions
+        cached = getattr(self, "_begins_of_regions", None)
+        if cached is None or cached[0] != len(regions):
+            cached = self._begins_of_regions = (len(regions), frozenset(id(region.begin) for region in regions))
+        return cached[1]
 
     def ends_capture(self, call: cst.Call, region: "Region") -> bool:
         """The call ends a capture: this region's graph's `capture_end()`, or an end call by name."""

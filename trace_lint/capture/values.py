@@ -199,3 +199,46 @@ def conditional_capture(region: Region) -> bool:
         if region.contains(item) and graph.reached_without(item, [region.begin]):
             return True
     return False
+
+
+def rebinds_to_itself(region: Region, statement: cst.CSTNode, name: str) -> bool:
+    """The rebinding hands the name back the object it already held: `graph, x, out =
+    self.entries[key]` (or `= entry`) where, on every path from the region to it, the
+    function stored `(graph, x, out)` there first (`self.entries[key] = (graph, x, out)`,
+    `entry = self.entries[key] = (...)`) and `x` was not rebound since: a cache round trip,
+    no new value."""
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return False
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return False
+    index = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name), None)
+    if index is None:
+        return False
+    function, module = region.function, region.module
+    cfg = function.cfg
+    source = module.normalized(statement.value)
+    stores = [
+        node for node in function.nodes
+        if isinstance(node, cst.Assign) and node is not statement and any(module.normalized(t.target) == source for t in node.targets)
+    ]
+    between = [s for s in stores if cfg.runs_before(region.begin, s) and cfg.runs_before(s, statement)]
+    if not between or cfg.runs_before(region.begin, statement, avoiding=between):
+        return False  # some path from the region reaches the unpacking without a store
+    if isinstance(statement.value, cst.Name):
+        # Every binding of the source name that can run between the region and the unpacking
+        # is one of the stores.
+        for binding in function.bindings.reaching(statement.value.value, statement.value):
+            if all(binding.node is not s for s in between) and cfg.runs_before(region.begin, binding.node):
+                return False
+    held = {id(b) for b in function.bindings.reaching(name, statement.value)}
+    for store in between:
+        value = store.value
+        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(target.elements):
+            return False
+        element = value.elements[index].value
+        if not (isinstance(element, cst.Name) and element.value == name):
+            return False
+        if {id(b) for b in function.bindings.reaching(name, element)} != held:
+            return False
+    return True

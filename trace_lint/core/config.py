@@ -247,7 +247,14 @@ def _parse_table(table: dict, where: str, base: Path) -> dict:
                 raise ConfigError(f"{where}: `cache-dir` must be a non-empty string, got {value!r}")
             values["cache_dir"] = value
         else:
-            table_name = " in [tool.trace-lint]" if where.endswith("pyproject.toml") else ""
+            if Path(where).name == "pyproject.toml":
+                table_name = " in [tool.trace-lint]"
+            elif key == "tool":
+                # `--config my-pyproject.toml`: only a file named pyproject.toml is read through
+                # its [tool.trace-lint] table; any other holds its keys at the top level.
+                table_name = " (only a file named pyproject.toml is read through [tool.trace-lint]; this one holds its keys at the top level)"
+            else:
+                table_name = ""
             raise ConfigError(f"{where}: unknown key `{key}`{table_name}")
     return values
 

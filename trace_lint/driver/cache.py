@@ -272,6 +272,12 @@ def _opened(data: bytes, keys: frozenset, key: str) -> dict:
     return entry
 
 
+def _headed(key: str, **fields) -> dict:
+    """An entry to write: the header `_opened` checks (this format, version and key), then
+    `fields`."""
+    return {"format": FORMAT, "version": __version__, "key": key, **fields}
+
+
 def _int(value, lowest: int) -> int:
     if type(value) is not int or not lowest <= value <= MAX_INT:  # bool is no row number
         raise BadEntry(f"bad number {value!r:.40}")
@@ -580,14 +586,8 @@ class ResultCache:
 
     def store(self, key: str, findings: list[Finding], files_checked: int) -> None:
         """Write atomically; a cache that cannot be written is no error (the run stands)."""
-        data = {
-            "format": FORMAT,
-            "version": __version__,
-            "key": key,
-            "files_checked": files_checked,
-        }
-        data["findings"] = [finding_to_data(f) for f in findings]
-        data["digest"] = findings_digest(data["findings"])
+        items = [finding_to_data(f) for f in findings]
+        data = _headed(key, files_checked=files_checked, findings=items, digest=findings_digest(items))
         self._write(self._entry(key), data, "results-*.json")
 
     def _write(self, path: Path, data: dict, pattern: str) -> None:
@@ -623,7 +623,7 @@ class ResultCache:
     def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
         encode_item = FACT_CODECS[kind][0]
         items = [encode_item(fact_key, value) for fact_key, value in facts.kept().items()]
-        data = {"format": FORMAT, "version": __version__, "key": key, "entries": items, "digest": findings_digest(items)}
+        data = _headed(key, entries=items, digest=findings_digest(items))
         self._write(self._facts_entry(kind, key), data, f"{kind}-*.json")
 
     # -- analysis records -------------------------------------------------------------------
@@ -684,8 +684,7 @@ class ResultCache:
                 items = [finding_to_data(f) for f in found]
                 same = sorted(json.dumps(item, sort_keys=True) for item in items) == sorted(engine_data.get(display, []))
                 reported[display] = None if same else items
-        data = {"format": FORMAT, "version": __version__, "key": key, "hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported}
-        data["digest"] = findings_digest([record.hashes, groups, facts, reported])
+        data = _headed(key, hashes=record.hashes, groups=groups, facts=facts, reported=reported, digest=findings_digest([record.hashes, groups, facts, reported]))
         self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
 
     def _mark_folder(self) -> None:

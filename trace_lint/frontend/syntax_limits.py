@@ -387,14 +387,15 @@ class KnownScans(ActiveFacts[str, Scan]):
 
     active: Optional["KnownScans"] = None
 
-    def scan(self, text: str) -> Scan:
-        return self.get(text_digest(text), lambda: scan(text))
+    def scan(self, text: str, digest: Optional[str] = None) -> Scan:
+        """`digest`: the text's `text_digest`, where the caller has it."""
+        return self.get(digest or text_digest(text), lambda: scan(text))
 
 
-def prepare(text: str) -> Prepared:
-    """The text parsers may see, or what CPython refuses in it."""
+def prepare(text: str, digest: Optional[str] = None) -> Prepared:
+    """The text parsers may see, or what CPython refuses in it (`digest`: as for `scan`)."""
     known = KnownScans.active
-    refusal, edits, reduced = known.scan(text) if known is not None else scan(text)
+    refusal, edits, reduced = known.scan(text, digest) if known is not None else scan(text)
     if refusal is not None:
         return Prepared("", refusal)
     return Prepared(apply(text, edits), None, reduced)
@@ -431,11 +432,11 @@ class Outline:
     reduced: bool = False
 
 
-def read(text: str) -> Outline:
+def read(text: str, digest: Optional[str] = None) -> Outline:
     """Measure, reduce and outline a source. `tree` is None where this interpreter's parser
     refuses text that may be newer syntax: then only libcst can tell, and the text it would
-    get (`text`) is within the limits above."""
-    prepared = prepare(text)
+    get (`text`) is within the limits above. `digest`: the text's `text_digest`, where known."""
+    prepared = prepare(text, digest)
     if prepared.refusal is not None:
         refusal = prepared.refusal
         return Outline("", None, (refusal.message, refusal.line, refusal.column))

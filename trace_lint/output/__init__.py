@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
@@ -26,19 +27,41 @@ class OutputContext:
 Formatter = Callable[[Sequence[Finding], OutputContext], str]
 
 
-def formatters() -> dict[str, Formatter]:
-    from . import json_formats, text
+# Where each format lives (module in this package, function): a run imports only the one
+# it writes, so no run pays for the others' imports (XML, the SARIF schema's URIs).
+_FORMATS: dict[str, tuple[str, str]] = {
+    "full": ("text", "full"),
+    "concise": ("text", "concise"),
+    "grouped": ("text", "grouped"),
+    "json": ("json_formats", "json_array"),
+    "json-lines": ("json_formats", "json_lines"),
+    "sarif": ("sarif", "format_findings"),
+    "github": ("github", "format_findings"),
+    "gitlab": ("gitlab", "format_findings"),
+    "junit": ("junit", "format_findings"),
+    "pylint": ("text", "pylint"),
+    "rdjson": ("rdjson", "format_findings"),
+}
+FORMAT_NAMES = tuple(_FORMATS)
 
-    found = {
-        "full": text.full,
-        "concise": text.concise,
-        "json": json_formats.json_array,
-        "json-lines": json_formats.json_lines,
-        "grouped": text.grouped,
-        "pylint": text.pylint,
-        **_extra_formatters(),
-    }
-    return {name: _with_printable_names(formatter) for name, formatter in found.items()}
+
+def formatter(name: str) -> Optional[Formatter]:
+    """The formatter of one format, or None: no such format, or its module cannot be imported."""
+    place = _FORMATS.get(name)
+    if place is None:
+        return None
+    module_name, function = place
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ImportError:
+        return None
+    return _with_printable_names(getattr(module, function))
+
+
+def formatters() -> dict[str, Formatter]:
+    """Every format that can be written, by name."""
+    found = {name: formatter(name) for name in FORMAT_NAMES}
+    return {name: chosen for name, chosen in found.items() if chosen is not None}
 
 
 def printable_name(name: str) -> str:
@@ -101,21 +124,6 @@ def _with_printable_names(formatter: Formatter) -> Formatter:
 def _is_printable(finding: Finding) -> bool:
     names = [finding.filename, *(s.filename for chain in finding.chains for s in chain), *(r.filename for r in finding.related)]
     return all(printable_name(name) == name for name in names)
-
-
-def _extra_formatters() -> dict[str, Formatter]:
-    """Formats for CI systems, each in its own module."""
-    found: dict[str, Formatter] = {}
-    for module_name in ("sarif", "github", "gitlab", "junit", "rdjson"):
-        try:
-            module = __import__(f"{__name__}.{module_name}", fromlist=["format_findings"])
-        except ImportError:
-            continue
-        found[module_name] = module.format_findings
-    return found
-
-
-FORMAT_NAMES = ("full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint", "rdjson")
 
 
 def rule_help(finding) -> Optional[str]:

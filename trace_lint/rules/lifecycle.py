@@ -19,7 +19,7 @@ from ..frontend.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
 from ..semantic.effects import same_work
-from ..capture.values import assigned_value, capture_condition, conditional_capture, executed_after, input_names, runs_after_region, same_trace
+from ..capture.values import assigned_value, capture_condition, conditional_capture, executed_after, input_names, rebinds_to_itself, runs_after_region, same_trace
 from .allocation import allocates, released_before
 from ..core.findings import Fix
 from ._edits import source_of, statements_replacement
@@ -364,6 +364,8 @@ def _find_stale_rebindings(region: Region, facts: ProgramFacts) -> list[tuple[cs
             continue
         if released_before(region, access.statement):
             continue
+        if rebinds_to_itself(region, access.statement, access.key):
+            continue  # `graph, x, out = self.entries[key]` right after storing them there
         if any(executed_after(region, access.statement, e) for e in executes):
             out.append((access.statement, access.key))
     return out
@@ -484,6 +486,12 @@ class StaleTraceInput(Rule):
     def check_region(self, region: Region) -> None:
         for statement, name in _stale_rebindings(region, self.facts):
             self.report(statement, f"`{name}` is a trace input; rebinding it makes a new tensor that replay never reads; copy into it instead", module=region.module)
+
+
+def _sliced(expr: cst.BaseExpression) -> bool:
+    """`x[:n]`, `x[a:b, :m]`: a slice (not an element) of what the subscript reads; sliced
+    containers of user objects are lists, whose methods are not a tensor's."""
+    return isinstance(expr, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in expr.slice)
 
 
 _IDENTIFIER = r"(?<![.\w]){}\b"
@@ -686,6 +694,8 @@ class MissingWarmUp(Rule):
                     continue  # `self._events[0].record()`: a torch.cuda.Event's method
                 if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
+                if _sliced(func.value) and self.facts.is_tensor_method(func.attr.value):
+                    continue  # `self.logits[:n].copy_(y)`: a slice of a buffer, copied into
                 if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
                     continue  # `self.state.mask.data_ptr()`: host metadata, no work at all
                 calls.append(node)  # `self.model(x)`, `self.model.forward(x)`

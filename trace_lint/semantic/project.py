@@ -128,15 +128,16 @@ class SharedParses:
             SharedParses.active = None
 
 
-def _outline(module: "ModuleInfo", text: str):
-    """`syntax_limits.read` of a module's text (the `ast` outline; read, never changed)."""
+def _outline(module: "ModuleInfo", text: str, digest: Optional[str] = None):
+    """`syntax_limits.read` of a module's text (the `ast` outline; read, never changed;
+    `digest`: the text's, where known)."""
     shared = SharedParses.active
     if shared is None:
-        return syntax_limits.read(text)
+        return syntax_limits.read(text, digest)
     key = (module.display_path, text)
     checked = shared.outlines.get(key)
     if checked is None:
-        checked = shared.outlines[key] = syntax_limits.read(text)
+        checked = shared.outlines[key] = syntax_limits.read(text, digest)
     return checked
 
 
@@ -348,12 +349,13 @@ class ModuleInfo:
             return
         ModuleInfo.parsed_count += 1
         known = KnownOutlines.active
-        key = (syntax_limits.text_digest(self.source.text), self.names, self.is_package) if known is not None else None
+        digest = syntax_limits.text_digest(self.source.text) if known is not None else None
+        key = (digest, self.names, self.is_package)
         if known is not None and self._install_outline(known.lookup(key)):
             self._ok = True
             return
         # Measured before any parser that can crash sees it; `text` keeps every position.
-        checked = _outline(self, self.source.text)
+        checked = _outline(self, self.source.text, digest)
         if checked.error is not None:
             self.parse_error = checked.error
             return

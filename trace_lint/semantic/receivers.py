@@ -20,8 +20,9 @@ class FunctionInfo(Protocol):
 
 
 def has_decorator(function: "FunctionInfo", name: str) -> bool:
-    """Decorated with a bare `@name` (`staticmethod`, `classmethod`)."""
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in getattr(function.node, "decorators", ()))
+    """Decorated with `@name` (`staticmethod`, `classmethod`; also spelled `@mod.name` or
+    `@name(...)`)."""
+    return any(_decorator_name(d) == name for d in getattr(function.node, "decorators", ()))
 
 
 def receiver_parameter(function: "FunctionInfo") -> Optional[str]:
@@ -29,7 +30,7 @@ def receiver_parameter(function: "FunctionInfo") -> Optional[str]:
     node = function.node
     if function.cls is None or not isinstance(node, cst.FunctionDef):
         return None
-    if any(_decorator_name(d) == "staticmethod" for d in node.decorators):
+    if has_decorator(function, "staticmethod"):
         return None
     positional = (*node.params.posonly_params, *node.params.params)
     return positional[0].name.value if positional else None
