@@ -233,3 +233,33 @@ def test_code_below_a_return_never_runs_in_a_capture():
         ("blocks.py", 24, "TRC101"),
         ("blocks.py", 24, "TRC301"),
     }
+
+
+def test_a_capture_handed_to_a_bench_harness_is_warmed_by_the_eager_run_handed_before():
+    # A micro-benchmark: `compare` hands `eager` to `timed`, which calls it, and then
+    # `record` (whose region calls the same kernel) to `timed_replay`, which calls it:
+    # the kernel ran before the capture (no TRC404 at bench.py:16), though `record` is
+    # never called by name. The region passes a preallocated `out=`, so the kernel's
+    # `if out is None:` allocation never runs in that capture. `cold` hands only `record`:
+    # its kernel is cold (TRC404 at 28), and it leaves `out` to its None default, so the
+    # allocation runs inside that capture (TRC301 at kernels.py:6, chain from bench.py:28).
+    assert _findings_with_chain_starts(PROJECTS / "handed_capture") == {
+        ("bench.py", 28, "TRC404", ()),
+        ("kernels.py", 6, "TRC301", ("bench.py:28",)),
+    }
+
+
+def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
+    # A benchmark's `run_all(device, x)` captures in a nested `record()` that reads `device`
+    # from the enclosing function (bench.py:8): a device opened without `trace_region_size`
+    # and passed to `run_all` reaches that capture (TRC405 at bench.py:39). Opened with a
+    # size (44), or passed to functions whose nested defs only print it or capture on a
+    # parameter of their own that shadows it (49), it is not reported (that capture, with
+    # no `finally:`, is TRC401 at 30). A script's `if __name__ == "__main__":` opening one
+    # and handing it to `run_all` is the same (55); the one handed only to `report_only`
+    # (61) is not.
+    assert finding_set(PROJECTS / "closure_device") == {
+        ("bench.py", 30, "TRC401"),
+        ("bench.py", 39, "TRC405"),
+        ("bench.py", 55, "TRC405"),
+    }

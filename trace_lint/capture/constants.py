@@ -24,6 +24,7 @@ from typing import Optional
 
 import libcst as cst
 
+from .. import frameworks
 from ..frontend.syntax_walk import children
 from ..semantic.calls import CallResolver
 from ..semantic.nodes import always_leaves
@@ -373,8 +374,12 @@ class ConstantParameters:
 
     def _call_never_none(self, call: cst.Call, function: FunctionInfo) -> bool:
         """A project class's construction, or a call of the one project function it can run
-        whose every return is a value never None."""
+        whose every return is a value never None, or a framework's creation or allocation
+        (`ttnn.allocate_tensor_on_device(...)`: a new tensor)."""
         if isinstance(call.func, (cst.Name, cst.Attribute)) and self.resolver.class_of(call.func, function.module, function) is not None:
+            return True
+        name = self.resolver.project.qualified_name(call.func, function.module, function)
+        if name is not None and frameworks.makes_tensor(name):
             return True
         targets = self.resolver.resolve_all(call, function)
         if len(targets) != 1 or targets[0].function.name == "__init__":

@@ -181,9 +181,10 @@ class ProgramFacts:
         """Where the call's explicit arguments land: the callee's parameter name -> the argument."""
         return self._engine.resolver.arguments(call, caller, callee)[1]
 
-    def bind_arguments(self, call: cst.Call, caller: "FunctionInfo", callee: "FunctionInfo") -> "Arguments":
-        """How the call fills the callee's parameters: the receiver's, and each argument's."""
-        return self._engine.resolver.bind_arguments(call, caller, callee)
+    def bind_arguments(self, call: cst.Call, caller: Optional["FunctionInfo"], callee: "FunctionInfo", module: Optional["ModuleInfo"] = None) -> "Arguments":
+        """How the call fills the callee's parameters: the receiver's, and each argument's
+        (`module`: where a module-level call, with no caller, is written)."""
+        return self._engine.resolver.bind_arguments(call, caller, callee, module)
 
     def callers(self, function: "FunctionInfo") -> Iterator[tuple[cst.Call, "FunctionInfo"]]:
         """(call, caller) for each call in another project function that can run `function`,
@@ -194,6 +195,50 @@ class ProgramFacts:
                 continue
             if any(t.function is function for t in resolver.resolve_all(call, caller)):
                 yield call, caller
+
+    def handing_sites(self, function: "FunctionInfo") -> list[tuple["FunctionInfo", cst.Call]]:
+        """(caller, call) for each call in another project function that hands `function`
+        itself as an argument to a project function calling that parameter outside its own
+        captures (`timed_replay(record, device)`, whose body runs `record()`): where the
+        function runs, though nothing calls it by name."""
+        resolver = self._engine.resolver
+        name = function.name
+        found = []
+        # A nested def is named only in its own module.
+        modules = [function.module] if function.parent is not None else self._engine.project.modules_mentioning(name.encode())
+        for module in modules:
+            for call, caller in module.iter_calls((name,)):
+                if caller is None or caller is function:
+                    continue
+                handed = [
+                    a.value
+                    for a in call.args
+                    if not a.star
+                    and isinstance(a.value, (cst.Name, cst.Attribute))
+                    and (a.value.value if isinstance(a.value, cst.Name) else a.value.attr.value) == name
+                    and any(t.function is function for t in resolver.callable_targets(a.value, caller, module))
+                ]
+                if handed and any(self._calls_handed(call, caller, t.function, handed) for t in resolver.resolve_all(call, caller)):
+                    found.append((caller, call))
+        return found
+
+    def _calls_handed(self, call: cst.Call, caller: "FunctionInfo", runner: "FunctionInfo", handed: list) -> bool:
+        landing = self._engine.resolver.arguments(call, caller, runner)[1]
+        params = {param for param, value in landing.items() if any(value is h for h in handed)}
+        regions = self.regions_in(runner)
+        return bool(params) and any(
+            type(node) is cst.Call
+            and isinstance(node.func, cst.Name)
+            and node.func.value in params
+            and not any(region.contains(node) for region in regions)
+            for node in runner.nodes
+        )
+
+    def callable_targets(self, expr: cst.BaseExpression, function: Optional["FunctionInfo"], module: Optional["ModuleInfo"] = None) -> list["Target"]:
+        """What calling the expression runs: a project function it names, a nested def, a
+        lambda's body, the function a `functools.partial` wraps (`module`: where module-level
+        code, with no function, names it)."""
+        return self._engine.resolver.callable_targets(expr, function, module if function is None else function.module)
 
     def method(self, cls: "ClassInfo", name: str) -> Optional["FunctionInfo"]:
         """The method `name` of a project class, through its bases."""
@@ -243,6 +288,11 @@ class ProgramFacts:
     def call_work(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
         """The work a call must have run before to be warm (see `Summaries.work`)."""
         return self._engine.effects.summaries.call_work(call, function)
+
+    def frame_free(self, paths: frozenset[str]) -> frozenset[str]:
+        """Work paths as a function that does not call the frame holding them sees them: the
+        project functions reached stay, a path of that frame's values cannot be matched."""
+        return self._engine.effects.summaries.frame_free(paths)
 
     def reaches_unknown_effects(self, call: cst.Call, function: "FunctionInfo") -> bool:
         """The call runs, any frames down, an unresolved call whose effects are unknown."""

@@ -49,6 +49,11 @@ def names_with(effect: Effect) -> frozenset[str]:
     return found
 
 
+def makes_tensor(name: str) -> bool:
+    """Every call of the dotted name returns a new tensor (never None), in some framework."""
+    return any(framework.owns(name) and framework.makes_tensor(name) for framework in FRAMEWORKS)
+
+
 def names_of(query: str) -> frozenset[str]:
     """The union over every framework of one of its name-set queries (`"capture_ends"`)."""
     found: frozenset[str] = frozenset()

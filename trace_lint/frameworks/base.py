@@ -76,6 +76,14 @@ class Framework:
         """The dotted names whose calls have this effect: where a rule looks for them."""
         return frozenset()
 
+    def makes_tensor(self, name: str) -> bool:
+        """Every call of the dotted name returns a new tensor, never None (a creation or an
+        allocation function)."""
+        table = self.table
+        if table is None:
+            return False
+        return any(name in getattr(table, field, ()) for field in ("creators", "like_creators", "host_creators", "device_allocators"))
+
     def in_own_capture(self, unit: "Unit") -> bool:
         """The unit is recorded in one of this framework's captures, or in a declared one (whose
         framework is unknown)."""

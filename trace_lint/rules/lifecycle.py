@@ -747,13 +747,24 @@ class MissingWarmUp(Rule):
         found = self.facts.targets(candidate, caller)
         if targets and same_work(targets, found):
             return True
-        return any(self._runs_argument(caller, candidate, text, target.function) for target in found)
+        return any(self._runs_argument(caller, candidate, text, target.function, targets) for target in found)
 
-    def _runs_argument(self, caller: FunctionInfo, candidate: cst.Call, text: str, runner: FunctionInfo) -> bool:
-        """The call hands the same callable (`run_once`) to a function that calls it outside
-        its own captures (`self._capture_init(run_once)`, whose body is `run_once_fn()`)."""
+    def _runs_argument(self, caller: FunctionInfo, candidate: cst.Call, text: str, runner: FunctionInfo, targets: list = ()) -> bool:
+        """The call hands the same callable (`run_once`), or a project function doing the
+        same work (`timed(eager)`, whose `eager` runs the kernel), to a function that calls
+        it outside its own captures (`self._capture_init(run_once)`, whose body is
+        `run_once_fn()`)."""
         arguments = self.facts.arguments_landing(candidate, caller, runner)
-        handed = {name for name, value in arguments.items() if caller.module.normalized(value) == text}
+
+        def same(value: cst.BaseExpression) -> bool:
+            if caller.module.normalized(value) == text:
+                return True
+            if not targets or not isinstance(value, (cst.Name, cst.Attribute)):
+                return False
+            runs = self.facts.callable_targets(value, caller)
+            return same_work(targets, runs) or any(self._runs_below(t.function, t.self_class, targets, 1, set()) for t in runs)
+
+        handed = {name for name, value in arguments.items() if same(value)}
         if not handed:
             return False
         regions = self.facts.regions_in(runner)
@@ -799,10 +810,16 @@ class MissingWarmUp(Rule):
                 return True
         return False
 
-    def _callers_of(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call]]:
+    def _callers_of(self, function: FunctionInfo) -> list[tuple[FunctionInfo, cst.Call, bool]]:
+        """The calls that run the function, each with whether it is handed the function
+        rather than calling it (`timed_replay(record)`, which runs `record()`: looked for
+        only where nothing calls it by name)."""
         cache = self._callers_cache
         if id(function) not in cache:
-            cache[id(function)] = [(caller, call) for call, caller in self.facts.callers(function)]
+            found = [(caller, call, False) for call, caller in self.facts.callers(function)]
+            if not found:  # run only through the functions it is handed to
+                found = [(caller, call, True) for caller, call in self.facts.handing_sites(function)]
+            cache[id(function)] = found
         return cache[id(function)]
 
     def _substitute(self, text: str, function: FunctionInfo, caller: FunctionInfo, site: cst.Call) -> str:
@@ -826,9 +843,14 @@ class MissingWarmUp(Rule):
         for _level in range(2):
             next_frontier = []
             for callee, callee_text, callee_work in frontier:
-                for caller, site in self._callers_of(callee):
-                    substituted = self._substitute(callee_text, callee, caller, site) if callee_text is not None else None
-                    moved = self.facts.move_up(callee_work, site, caller, callee)
+                for caller, site, handed in self._callers_of(callee):
+                    if handed:
+                        # The site calls another function, which runs this one: no argument
+                        # of it lands on this one's parameters.
+                        substituted, moved = None, self.facts.frame_free(callee_work)
+                    else:
+                        substituted = self._substitute(callee_text, callee, caller, site) if callee_text is not None else None
+                        moved = self.facts.move_up(callee_work, site, caller, callee)
                     if self._warmed_in(caller, site, substituted if substituted is not None else "\0", targets, None, before=site, work=moved):
                         return True
                     next_frontier.append((caller, None, moved))
@@ -1039,7 +1061,7 @@ class MissingTraceRegion(Rule):
                     message = f"{opened.what} with `{opened.argument}={module.code(size)}` leaves no memory for traces"
                 else:
                     continue
-                if function is not None and reach.value_reaches_capture(call, function):
+                if reach.value_reaches_capture(call, function) if function is not None else reach.module_value_reaches_capture(call, module):
                     self.report(call, f"{message}; the device it opens is captured on", module=module)
 
 
@@ -1098,6 +1120,29 @@ class DeviceReach:
             return any(self._target_captures(t, function, depth, field) for t in assignment_targets(parent))
         return False
 
+    def module_value_reaches_capture(self, expr: cst.CSTNode, module) -> bool:
+        """A device opened in module-level code (a script's `if __name__ == "__main__":`),
+        bound to a name that a module-level call hands to a project function capturing with it."""
+        parent = module.parent(expr)
+        if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not expr:
+            return False
+        names = {t.value for t in assignment_targets(parent) if isinstance(t, cst.Name)}
+        for call, function in module.iter_calls():
+            if function is not None:
+                continue
+            for arg in call.args:
+                if arg.star or not isinstance(arg.value, cst.Name) or arg.value.value not in names:
+                    continue
+                targets = self.facts.callable_targets(call.func, None, module)
+                if len(targets) != 1:
+                    continue
+                target = targets[0].function
+                bound = self.facts.bind_arguments(call, None, target, module)
+                name = bound.parameter_of(arg)
+                if name is not None and bound.by_parameter.get(name) is arg.value and self._name_captures(target, name, 1):
+                    return True
+        return False
+
     def _target_captures(self, target: cst.BaseExpression, function: FunctionInfo, depth: int, field: Optional[str]) -> bool:
         if isinstance(target, cst.Name):
             return self._name_captures(function, target.value, depth, field)
@@ -1121,6 +1166,12 @@ class DeviceReach:
             self.value_reaches_capture(node, function, depth + 1, field)
             for node in function.nodes
             if isinstance(node, cst.Name) and node.value == name and self._is_read(node, function)
+        )
+        # A nested def reading it as a free variable (`def record(): begin(device)`).
+        found = found or any(
+            self._name_captures(nested, name, depth + 1, field)
+            for nested in function.nested.values()
+            if not nested.bindings.binds(name) and name not in nested.bindings.declared_global
         )
         self._param_memo[key] = found
         return found

@@ -469,6 +469,10 @@ class Summaries:
         return frozenset(out)
 
 
+    def frame_free(self, paths: frozenset[str]) -> frozenset[str]:
+        """The paths with no frame (`fn:` keys); any other cannot be matched elsewhere."""
+        return frozenset(path if path.startswith("fn:") else "\0" for path in paths)
+
     # -- capture state -----------------------------------------------------------------------
     def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:
         """True for a test that holds while a capture records (`capturing()`, a local or a
