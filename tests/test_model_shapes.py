@@ -225,9 +225,11 @@ def test_code_below_a_return_never_runs_in_a_capture():
     # real UNet helper does): those statements never run, so they are no captured work: no
     # TRC102/TRC301/TRC101 there. `scaled` frees its argument only below its `return`
     # (blocks.py:17): it frees nothing, so the region's `self.step(x)` frees no trace input
-    # (no TRC302 at runner.py:20), and the region's own `from_torch` below its `return`
-    # (runner.py:22) is not reported either. A statement after a conditional return still
-    # runs: `maybe_on_host`'s host path (blocks.py:23-24) stays reported.
+    # (no TRC302 at runner.py:21), and the region's own `from_torch` below its `return`
+    # (runner.py:23) is not reported either. Nor is the host path below an `if` whose
+    # branches both return (`either_layout`, blocks.py:32-33). A statement after a
+    # conditional return still runs: `maybe_on_host`'s host path (blocks.py:23-24) stays
+    # reported.
     assert finding_set(PROJECTS / "dead_after_return") == {
         ("blocks.py", 23, "TRC102"),
         ("blocks.py", 24, "TRC101"),

@@ -93,10 +93,10 @@ class FunctionInfo:
     @property
     def live_nodes(self) -> list[cst.CSTNode]:
         """`nodes` without the statements that never run (no path from the entry reaches
-        them: code after a `return` or `raise` in its block). The graph is built only for a
-        body where a block goes on after such a statement."""
+        them: code after a `return` or `raise` in its block, after an `if` whose branches all
+        return). A lambda has no statements."""
         if self._live is None:
-            dead = self.cfg.unreachable() if _goes_on_after_leaving(self) else frozenset()
+            dead = self.cfg.unreachable() if isinstance(self.node, cst.FunctionDef) else frozenset()
             graph = self._cfg
             self._live = [n for n in self.nodes if id(graph.statement_of(n)) not in dead] if dead else self.nodes
         return self._live
@@ -109,25 +109,6 @@ class FunctionInfo:
 
 
 Definition = Union[FunctionInfo, ClassInfo]
-
-_LEAVES = (cst.Return, cst.Raise, cst.Break, cst.Continue)
-
-
-def _goes_on_after_leaving(function: FunctionInfo) -> bool:
-    """Some block of the body has a statement after a `return`, `raise`, `break` or
-    `continue` (the shape that holds code that never runs; the graph decides what does)."""
-    if not isinstance(function.node, cst.FunctionDef):
-        return False  # a lambda (or a call the analysis stands in for a function): no statements
-    blocks = [function.node.body, *(n for n in function.nodes if isinstance(n, (cst.IndentedBlock, cst.SimpleStatementSuite)))]
-    for block in blocks:
-        statements = block.body
-        for index, statement in enumerate(statements):
-            smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
-            for position, small in enumerate(smalls):
-                if isinstance(small, _LEAVES) and (position < len(smalls) - 1 or index < len(statements) - 1):
-                    return True
-    return False
-
 
 class SharedParses:
     """While active (`with SharedParses():`), libcst's parse of each chunk of a file, and its
