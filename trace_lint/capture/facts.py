@@ -74,6 +74,8 @@ class ProgramFacts:
         self._capture_ends = frameworks.names_of("capture_ends")
         self._tensor_methods = frameworks.names_of("tensor_methods")
         self._contexts: dict[tuple[int, int, int], RuleContext] = {}
+        # (how many regions the engine had, the ids of their begin calls), kept while the count holds.
+        self._begins_of_regions: tuple[int, frozenset[int]] = (-1, frozenset())
 
     # -- captures ----------------------------------------------------------------------------
     @property
@@ -130,10 +132,9 @@ class ProgramFacts:
 
     def _region_begins(self) -> frozenset[int]:
         regions = self._engine.regions
-        cached = getattr(self, "_begins_of_regions", None)
-        if cached is None or cached[0] != len(regions):
-            cached = self._begins_of_regions = (len(regions), frozenset(id(region.begin) for region in regions))
-        return cached[1]
+        if self._begins_of_regions[0] != len(regions):
+            self._begins_of_regions = (len(regions), frozenset(id(region.begin) for region in regions))
+        return self._begins_of_regions[1]
 
     def ends_capture(self, call: cst.Call, region: "Region") -> bool:
         """The call ends a capture: this region's graph's `capture_end()`, or an end call by name."""

@@ -468,7 +468,6 @@ class Summaries:
             out.add(moved if moved is not None else "\0")
         return frozenset(out)
 
-
     def frame_free(self, paths: frozenset[str]) -> frozenset[str]:
         """The paths with no frame (`fn:` keys); any other cannot be matched elsewhere."""
         return frozenset(path if path.startswith("fn:") else "\0" for path in paths)
