@@ -44,9 +44,9 @@ def record(root: Path, out: Path) -> None:
         parsed.append([module.display_path, chunk.first_line, chunk.text, id(tree)])
         return tree
 
-    def recorded_outline(module, text):
+    def recorded_outline(module, text, digest=None):
         outlined.append(str(module.path))
-        return outline(module, text)
+        return outline(module, text, digest)
 
     def recorded_positions(tree, first_line):
         positioned.add(id(tree))
