@@ -259,7 +259,8 @@ def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
     # parameter of their own that shadows it (49), it is not reported (that capture, with
     # no `finally:`, is TRC401 at 30). A script's `if __name__ == "__main__":` opening one
     # and handing it to `run_all` is the same (55); the one handed only to `report_only`
-    # (61) is not.
+    # (61) is not, nor a script's first device that it closes and rebinds to one opened with
+    # a size before handing it on (rebound.py:6).
     assert finding_set(PROJECTS / "closure_device") == {
         ("bench.py", 30, "TRC401"),
         ("bench.py", 39, "TRC405"),

@@ -1126,7 +1126,10 @@ class DeviceReach:
         parent = module.parent(expr)
         if not isinstance(parent, (cst.Assign, cst.AnnAssign)) or parent.value is not expr:
             return False
-        names = {t.value for t in assignment_targets(parent) if isinstance(t, cst.Name)}
+        # A name module-level code binds more than once may hold another value where it is
+        # handed on (`device = open(...)`, closed, `device = open(..., trace_region_size=...)`):
+        # without a graph of module-level code, only a name bound once is followed.
+        names = {t.value for t in assignment_targets(parent) if isinstance(t, cst.Name) and len(module.global_bindings.get(t.value, ())) == 1}
         for call, function in module.iter_calls():
             if function is not None:
                 continue
