@@ -351,14 +351,15 @@ class Free:
 
 
 def frees(region: Region, facts: ProgramFacts) -> list[Free]:
-    """The frees of the function holding the region, direct and through helpers."""
+    """The frees of the function holding the region from its begin on, direct and through
+    helpers (a free written before the begin is neither TRC302 nor a re-allocation)."""
     cached = getattr(region, "_frees", None)
     if cached is not None:
         return cached
     function = region.function
     out = []
     for node in iter_body_nodes(function):
-        if not isinstance(node, cst.Call):
+        if not isinstance(node, cst.Call) or region.module.start(node) < region.start:
             continue
         target = facts.freed_expression(node, function)
         if target is not None:
