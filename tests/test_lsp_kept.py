@@ -325,3 +325,37 @@ def test_the_server_writes_per_file_facts_once_enough_are_new(tmp_path: Path, mo
     assert writes == ["scans", "scans"]
     # On disk: all seven, for the command line or a later server.
     assert len(ResultCache(tmp_path / "cache").load_facts("scans", "k").known) == 7
+
+
+@pytest.mark.asyncio
+async def test_facts_kept_in_memory_only_are_written_at_shutdown(tmp_path: Path):
+    """The outlines of a small project's texts are kept in memory (fewer than
+    `FACTS_WRITE_AFTER` new facts); the server writes them when the client shuts it down, so
+    the next command line run does not outline those texts again."""
+    (tmp_path / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+    (tmp_path / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    model = tmp_path / "model.py"
+    model.write_text(MODEL, encoding="utf-8")
+    edited = MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n")
+    digest = content_hash(edited.encode())
+
+    def outlines_on_disk() -> str:
+        return "".join(p.read_text() for p in (tmp_path / ".trace-lint-cache").glob("outlines-*.json"))
+
+    server = create_server(debounce=0)
+    server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+    try:
+        dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
+        _notify(server, "initialized", {})
+        uri = model.as_uri()
+        _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}})
+        await _until(lambda: uri in server.checked and server.checked[uri].version == 1)
+        _notify(server, "textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]})
+        await _until(lambda: server.checked[uri].version == 2)
+        server._executor.submit(lambda: None).result(timeout=60)
+        assert digest not in outlines_on_disk()  # a few new outlines: kept in memory only
+        dispatch(server, {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None})
+        await _until(lambda: digest in outlines_on_disk())
+        assert content_hash(MODEL.encode()) in outlines_on_disk()  # the first text's too
+    finally:
+        server._executor.shutdown(wait=True)

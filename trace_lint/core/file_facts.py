@@ -29,6 +29,13 @@ class FileFacts(Generic[Key, Value]):
         self.used: dict = {}
         self.new = False
 
+    @classmethod
+    def to_store(cls, kept: dict) -> "FileFacts":
+        """Facts that `kept()` hands back whole: what an earlier `kept()` chose, stored later."""
+        facts = cls(kept)
+        facts.used = dict(kept)
+        return facts
+
     def lookup(self, key: Key) -> Optional[Value]:
         """The fact known for `key` (marked used), or None."""
         found = self.known.get(key)

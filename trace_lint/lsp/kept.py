@@ -285,6 +285,17 @@ class KeptResultCache(ResultCache):
             self._written[(kind, key)] = set(kept)
             self._pending.append(lambda: ResultCache.store_facts(self, kind, key, facts))
 
+    def write_kept_facts(self) -> None:
+        """Every per-file fact kept in memory and not yet on disk, written now: the server is
+        letting this cache go (nothing open, the folder moved, shutdown), and a later run
+        should not compute them again."""
+        for (kind, key), kept in self._facts.items():
+            written = self._written.get((kind, key), set())
+            if any(fact_key not in written for fact_key in kept):
+                self._written[(kind, key)] = set(kept)
+                self._pending.append(lambda kind=kind, key=key, known=kept: ResultCache.store_facts(self, kind, key, FileFacts.to_store(known)))
+        self.flush()
+
     def store(self, key: str, findings, files_checked: int) -> None:
         self._pending.append(lambda: ResultCache.store(self, key, findings, files_checked))
 

@@ -180,8 +180,16 @@ class TraceLintServer(LanguageServer):
             self._executor.submit(self._drop_kept)  # nothing open: nothing kept for later
 
     def _drop_kept(self) -> None:
-        self._flush_caches()
+        self._write_kept_facts()
         self._kept.clear()
+
+    def _write_kept_facts(self) -> None:
+        """What the caches kept in memory only, on disk: they are let go."""
+        for kept in list(self._kept.values()):
+            try:
+                kept.cache.write_kept_facts()
+            except Exception as error:  # a cache that cannot be written is no error of the check
+                logger.info("trace-lint: writing the cache failed: %s: %s", type(error).__name__, error)
 
     def report_failure(self, message: str, details: str = "") -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
@@ -300,7 +308,7 @@ class TraceLintServer(LanguageServer):
         kept = self._kept.get(project.root)
         if kept is None or kept.cache.folder != folder:
             if kept is not None:
-                kept.cache.flush()
+                kept.cache.write_kept_facts()
             kept = self._kept[project.root] = _Kept(KeptParses(), KeptInputs(), KeptResultCache(folder))
         return kept
 
@@ -641,6 +649,11 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> TraceLintServer:
         else:
             ls.forget_files()  # what is on disk changed: kept reads would be checked by stat anyway
             ls.schedule(uri, 0)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TraceLintServer, params: None) -> None:
+        # On the checks' thread, after any check in flight; the reply waits for the writes.
+        ls._executor.submit(ls._drop_kept).result()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TraceLintServer, params: types.DidCloseTextDocumentParams) -> None:
