@@ -247,11 +247,7 @@ async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pyt
     server = create_server(debounce=0)
     server.protocol.set_writer(StdoutWriter(io.BytesIO()))
     try:
-        dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
-        _notify(server, "initialized", {})
-        uri = model.as_uri()
-        _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}})
-        await _until(lambda: uri in server.checked and server.checked[uri].version == 1)
+        uri = await _opened_in_process(server, tmp_path, model)
         assert any("def release" in text for text in parsed)  # the first check parses both files
         codes = [f.code for f in server.checked[uri].findings]
         assert "TRC302" in codes
@@ -270,6 +266,16 @@ async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pyt
         assert any(content_hash(edited.encode()) in hashes.values() for hashes in recorded)
     finally:
         server._executor.shutdown(wait=True)
+
+
+async def _opened_in_process(server, root: Path, model: Path) -> str:
+    """The server initialised on `root`, with `model` (holding MODEL) open and checked."""
+    dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}})
+    _notify(server, "initialized", {})
+    uri = model.as_uri()
+    _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}})
+    await _until(lambda: uri in server.checked and server.checked[uri].version == 1)
+    return uri
 
 
 async def _until(condition, limit: float = 60.0) -> None:
@@ -345,11 +351,7 @@ async def test_facts_kept_in_memory_only_are_written_at_shutdown(tmp_path: Path)
     server = create_server(debounce=0)
     server.protocol.set_writer(StdoutWriter(io.BytesIO()))
     try:
-        dispatch(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}})
-        _notify(server, "initialized", {})
-        uri = model.as_uri()
-        _notify(server, "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": MODEL}})
-        await _until(lambda: uri in server.checked and server.checked[uri].version == 1)
+        uri = await _opened_in_process(server, tmp_path, model)
         _notify(server, "textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]})
         await _until(lambda: server.checked[uri].version == 2)
         server._executor.submit(lambda: None).result(timeout=60)

@@ -180,16 +180,8 @@ class TraceLintServer(LanguageServer):
             self._executor.submit(self._drop_kept)  # nothing open: nothing kept for later
 
     def _drop_kept(self) -> None:
-        self._write_kept_facts()
+        self._write_caches(lambda cache: cache.write_kept_facts())  # what only memory held
         self._kept.clear()
-
-    def _write_kept_facts(self) -> None:
-        """What the caches kept in memory only, on disk: they are let go."""
-        for kept in list(self._kept.values()):
-            try:
-                kept.cache.write_kept_facts()
-            except Exception as error:  # a cache that cannot be written is no error of the check
-                logger.info("trace-lint: writing the cache failed: %s: %s", type(error).__name__, error)
 
     def report_failure(self, message: str, details: str = "") -> None:
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"{message}\n{details}".rstrip()))
@@ -295,9 +287,12 @@ class TraceLintServer(LanguageServer):
         self._flush_caches()
 
     def _flush_caches(self) -> None:
+        self._write_caches(lambda cache: cache.flush())
+
+    def _write_caches(self, write) -> None:
         for kept in list(self._kept.values()):
             try:
-                kept.cache.flush()
+                write(kept.cache)
             except Exception as error:  # a cache that cannot be written is no error of the check
                 logger.info("trace-lint: writing the cache failed: %s: %s", type(error).__name__, error)
 
