@@ -24,7 +24,7 @@ from lsprotocol import types  # noqa: E402
 from pygls.io_ import StdoutWriter  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
-from trace_lint.driver.cache import content_hash  # noqa: E402
+from trace_lint.core.file_facts import content_digest  # noqa: E402
 from trace_lint.lsp.framing import dispatch  # noqa: E402
 from trace_lint.lsp.server import create_server  # noqa: E402
 
@@ -263,7 +263,7 @@ async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pyt
         # finds the analysis of the edited text.
         server._executor.submit(lambda: None).result(timeout=60)
         recorded = [json.loads(p.read_text())["hashes"] for p in (tmp_path / ".trace-lint-cache").glob("analysis-*.json")]
-        assert any(content_hash(edited.encode()) in hashes.values() for hashes in recorded)
+        assert any(content_digest(edited.encode()) in hashes.values() for hashes in recorded)
     finally:
         server._executor.shutdown(wait=True)
 
@@ -343,7 +343,7 @@ async def test_facts_kept_in_memory_only_are_written_at_shutdown(tmp_path: Path)
     model = tmp_path / "model.py"
     model.write_text(MODEL, encoding="utf-8")
     edited = MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n")
-    digest = content_hash(edited.encode())
+    digest = content_digest(edited.encode())
 
     def outlines_on_disk() -> str:
         return "".join(p.read_text() for p in (tmp_path / ".trace-lint-cache").glob("outlines-*.json"))
@@ -358,6 +358,6 @@ async def test_facts_kept_in_memory_only_are_written_at_shutdown(tmp_path: Path)
         assert digest not in outlines_on_disk()  # a few new outlines: kept in memory only
         dispatch(server, {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None})
         await _until(lambda: digest in outlines_on_disk())
-        assert content_hash(MODEL.encode()) in outlines_on_disk()  # the first text's too
+        assert content_digest(MODEL.encode()) in outlines_on_disk()  # the first text's too
     finally:
         server._executor.shutdown(wait=True)

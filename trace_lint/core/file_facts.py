@@ -11,6 +11,7 @@ from typing import Callable, Generic, Hashable, Optional, TypeVar
 Key = TypeVar("Key", bound=Hashable)
 Value = TypeVar("Value")
 
+
 def content_digest(data: bytes) -> str:
     """The digest facts and cache entries name a content by."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from .. import __version__
-from ..core.file_facts import FileFacts, content_digest
+from ..core.file_facts import FileFacts
 from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
 from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
 from ..frontend.syntax_limits import Refusal
@@ -50,10 +50,6 @@ FORMAT = 4
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
 ANALYSIS_TRIES = 4
-
-
-content_hash = content_digest
-
 
 _TOOL_FINGERPRINT: list[str] = []
 

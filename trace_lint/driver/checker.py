@@ -81,9 +81,9 @@ class RunInputs:
         return path.read_bytes()
 
     def content_hash(self, data: bytes) -> str:
-        from .cache import content_hash
+        from ..core.file_facts import content_digest
 
-        return content_hash(data)
+        return content_digest(data)
 
     def admits(self, prefilter, data: bytes, name: str, is_package: bool) -> bool:
         return prefilter.admits(data, name, is_package)
