@@ -266,3 +266,21 @@ def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
         ("bench.py", 39, "TRC405"),
         ("bench.py", 55, "TRC405"),
     }
+
+
+def test_the_ttnn_module_handed_on_by_another_package_is_ttnn():
+    # A vendor runner imports `ttnn` from its own toolkit (`from acme_accel import ttnn`, a
+    # package outside the project): the name is ttnn's (RULES: a variable named `ttnn`
+    # counts), so its capture is a region, subscript trace id and all (pipeline.py:16, no
+    # `finally:`), the read in it is TRC102 (18), and the slot bookkeeping the region's
+    # argument runs is captured work (TRC203 at slots.py:6). A project package that
+    # re-exports the module (`toolkit/__init__.py: import ttnn`), imported under an alias,
+    # is ttnn too (TRC102 at bench.py:9). A project module of that name (`shim/ttnn.py`)
+    # stays the project's: its `begin_trace_capture` is no capture (bench.py:15-19).
+    assert finding_set(PROJECTS / "vendor_module") == {
+        ("bench.py", 9, "TRC102"),
+        ("pipeline.py", 16, "TRC401"),
+        ("pipeline.py", 18, "TRC102"),
+        ("slots.py", 6, "TRC203"),
+    }
+
