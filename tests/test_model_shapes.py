@@ -284,3 +284,19 @@ def test_the_ttnn_module_handed_on_by_another_package_is_ttnn():
         ("slots.py", 6, "TRC203"),
     }
 
+
+def test_a_trace_kept_on_self_and_replayed_by_another_method_frees_nothing_it_reads():
+    # A generator captures in `capture()` and keeps the trace id on `self`; `step()` replays
+    # it. `step()` frees the rotary matrices the trace reads (elements of `self.rot`, made
+    # before the region) and replaces the attribute before `execute_trace`: replay reads the
+    # freed buffers (TRC302 at generator.py:23, 24). Freeing the output the capture stored
+    # (`self.out`) before replaying is the same (36). Copying into the persistent inputs
+    # (28-32), freeing a value the method bound itself (`retoken`, 39-41), freeing an input
+    # and capturing again before the replay (`recapture`, 44-46, the trace id stored anew),
+    # and freeing after `release_trace` (`close`, 51) are not reported.
+    assert finding_set(PROJECTS / "method_replay") == {
+        ("generator.py", 23, "TRC302"),
+        ("generator.py", 24, "TRC302"),
+        ("generator.py", 36, "TRC302"),
+    }
+
