@@ -300,3 +300,18 @@ def test_a_trace_kept_on_self_and_replayed_by_another_method_frees_nothing_it_re
         ("generator.py", 36, "TRC302"),
     }
 
+
+def test_an_infra_object_handed_in_from_an_unannotated_factory_has_unknown_effects():
+    # A benchmark's `capture(device, infra, spec)` runs `infra.run()` in the region and then
+    # allocates the next input (bench.py:11): `infra` is a parameter that its one caller
+    # fills with what `create_infra` returned, a factory without a return annotation, so
+    # its class and what `run()` frees are unknown; the allocation may be the re-allocation
+    # idiom's: no TRC301 (the rules stay silent on what depends on an unresolved call).
+    # Annotated with a class whose `run()` frees nothing (22), handed a construction of
+    # that class at one of its call sites (33), or called from nowhere in the project (44),
+    # the allocation is a creation in the capture: TRC301.
+    assert finding_set(PROJECTS / "handed_infra") == {
+        ("bench.py", 22, "TRC301"),
+        ("bench.py", 33, "TRC301"),
+        ("bench.py", 44, "TRC301"),
+    }
