@@ -266,3 +266,52 @@ def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
         ("bench.py", 39, "TRC405"),
         ("bench.py", 55, "TRC405"),
     }
+
+
+def test_the_ttnn_module_handed_on_by_another_package_is_ttnn():
+    # A vendor runner imports `ttnn` from its own toolkit (`from acme_accel import ttnn`, a
+    # package outside the project): the name is ttnn's (RULES: a variable named `ttnn`
+    # counts), so its capture is a region, subscript trace id and all (pipeline.py:16, no
+    # `finally:`), the read in it is TRC102 (18), and the slot bookkeeping the region's
+    # argument runs is captured work (TRC203 at slots.py:6). A project package that
+    # re-exports the module (`toolkit/__init__.py: import ttnn`), imported under an alias,
+    # is ttnn too (TRC102 at bench.py:9). A project module of that name (`shim/ttnn.py`)
+    # stays the project's: its `begin_trace_capture` is no capture (bench.py:15-19).
+    assert finding_set(PROJECTS / "vendor_module") == {
+        ("bench.py", 9, "TRC102"),
+        ("pipeline.py", 16, "TRC401"),
+        ("pipeline.py", 18, "TRC102"),
+        ("slots.py", 6, "TRC203"),
+    }
+
+
+def test_a_trace_kept_on_self_and_replayed_by_another_method_frees_nothing_it_reads():
+    # A generator captures in `capture()` and keeps the trace id on `self`; `step()` replays
+    # it. `step()` frees the rotary matrices the trace reads (elements of `self.rot`, made
+    # before the region) and replaces the attribute before `execute_trace`: replay reads the
+    # freed buffers (TRC302 at generator.py:23, 24). Freeing the output the capture stored
+    # (`self.out`) before replaying is the same (36). Copying into the persistent inputs
+    # (28-32), freeing a value the method bound itself (`retoken`, 39-41), freeing an input
+    # and capturing again before the replay (`recapture`, 44-46, the trace id stored anew),
+    # and freeing after `release_trace` (`close`, 51) are not reported.
+    assert finding_set(PROJECTS / "method_replay") == {
+        ("generator.py", 23, "TRC302"),
+        ("generator.py", 24, "TRC302"),
+        ("generator.py", 36, "TRC302"),
+    }
+
+
+def test_an_infra_object_handed_in_from_an_unannotated_factory_has_unknown_effects():
+    # A benchmark's `capture(device, infra, spec)` runs `infra.run()` in the region and then
+    # allocates the next input (bench.py:11): `infra` is a parameter that its one caller
+    # fills with what `create_infra` returned, a factory without a return annotation, so
+    # its class and what `run()` frees are unknown; the allocation may be the re-allocation
+    # idiom's: no TRC301 (the rules stay silent on what depends on an unresolved call).
+    # Annotated with a class whose `run()` frees nothing (22), handed a construction of
+    # that class at one of its call sites (33), or called from nowhere in the project (44),
+    # the allocation is a creation in the capture: TRC301.
+    assert finding_set(PROJECTS / "handed_infra") == {
+        ("bench.py", 22, "TRC301"),
+        ("bench.py", 33, "TRC301"),
+        ("bench.py", 44, "TRC301"),
+    }

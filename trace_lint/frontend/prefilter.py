@@ -107,6 +107,11 @@ class Prefilter:
         its outline) added to those the chunk's text spells."""
         module.load()
         module_bindings = [*module.imports.items()]
+        # A framework module imported through another package (`from vendor import ttnn as
+        # tk`) may be the framework's (`Project.framework_reexport`): read it as both.
+        module_bindings += [
+            (local, full.rpartition(".")[2]) for local, full in module.imports.items() if "." in full and full.rpartition(".")[2] in self.stand_ins
+        ]
         targets = set(self.targets)
         # Names imported as a target itself: a call through them need not spell the target.
         aliases = [local for local, full in module_bindings if full in targets]

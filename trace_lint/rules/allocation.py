@@ -169,7 +169,9 @@ class FreedTraceBuffer(Rule):
     can still be executed (before `release_trace`; another capture in between does not end
     that). A call of a project helper that frees what it is handed (`deallocate_outputs(outs)`,
     any number of frames down) is such a free, reported on the call with the steps down to
-    the `deallocate`. Fine: freeing an intermediate made and last used inside the region,
+    the `deallocate`. A trace id kept on `self` and replayed by another method of the class
+    (`step()`): that method freeing an input or output the capture keeps on `self`, or an
+    element of one (`self.rot[0].deallocate()`), before its `execute_trace` is one too. Fine: freeing an intermediate made and last used inside the region,
     a value a loop made in the same turn (even where the same name is returned after the
     region), and the re-allocation idiom: a trace input freed during the capture (in the
     region, or by the captured work: a model freeing its input) and a tensor allocated in
@@ -317,6 +319,62 @@ class FreedTraceBuffer(Rule):
                     kind = None  # an intermediate of the region, or a value made after it
             if kind is not None:
                 self.report(node, self._message(free, kind), module=module, chain=self._chain(region, free))
+        self._check_executing_methods(region, chain_inputs, chain_outputs)
+
+    def _check_executing_methods(self, region: Region, chain_inputs: set[str], chain_outputs: set[str]) -> None:
+        """A trace id kept on `self` is executed by another method of the class (`step()`):
+        that method freeing a trace input or output kept on `self` (or an element of one,
+        `self.mats[0].deallocate()`) before it executes the trace is TRC302 there."""
+        if not region.method_executes:
+            return
+        methods: dict[int, tuple] = {}
+        for method, call in region.method_executes:
+            methods.setdefault(id(method), (method, []))[1].append(call)
+        releases: dict[int, list] = {}
+        for method, call in region.method_releases:
+            releases.setdefault(id(method), []).append(call)
+        for method, executes in methods.values():
+            graph = method.cfg
+            method_accesses = accesses(method)
+            # Past a rebinding of the trace id, or a call that stores it anew (a capture
+            # again), the execute runs another trace.
+            avoiding = [*releases.get(id(method), ())]
+            avoiding += [a.node for a in method_accesses if a.kind == "bind" and a.key == region.trace_id]
+            for node in iter_body_nodes(method):
+                if isinstance(node, cst.Call) and region.trace_id in self.facts.call_stores(node, method):
+                    avoiding.append(node)
+            for node in iter_body_nodes(method):
+                if not isinstance(node, cst.Call):
+                    continue
+                target = self.facts.freed_expression(node, method)
+                if target is None:
+                    continue
+                element = isinstance(target, cst.Subscript)
+                key = chain_key(target.value if element else target)
+                if key is None or not key.startswith("self."):
+                    continue
+                kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
+                if kind is None:
+                    continue
+                if any(a.kind == "bind" and a.key == key and graph.runs_before(a.node, node) for a in method_accesses):
+                    continue  # the method freed a value it bound itself, not the trace's
+                execute = next((e for e in executes if graph.runs_before(node, e, avoiding=avoiding)), None)
+                if execute is None:
+                    continue
+                shown = method.module.normalized(target)
+                what = f"`{shown}`, an element of `{key}`," if element else f"`{key}`"
+                begin = region.module.range(region.begin).start
+                at = method.module.range(execute).start
+                chain = [
+                    Related(region.module.display_path, Location(begin.line, begin.column + 1), f"capture begins here, in `{region.function.qualname}`"),
+                    Related(method.module.display_path, Location(at.line, at.column + 1), "the trace is executed here"),
+                ]
+                self.report(
+                    node,
+                    f"{what} is a trace {kind}; freeing it before `execute_trace` lets replay touch freed memory",
+                    module=method.module,
+                    chain=chain,
+                )
 
     @staticmethod
     def _message(free: "Free", kind: str) -> str:

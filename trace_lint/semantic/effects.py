@@ -40,6 +40,7 @@ class Effects:
         # member that does, whichever member is asked about first, at any depth.
         self._device = FixedPoint(lambda subject: self._own_device_work(*subject), False)
         self._reads: dict[tuple[int, str], bool] = {}
+        self._from_factory: dict[tuple[int, str], bool] = {}
         self.summaries = Summaries(
             resolver, self.unseen_user_callable, self.launches_program, capture_queries, self.unknown_effects_call
         )
@@ -205,10 +206,50 @@ class Effects:
         if not isinstance(root, cst.Name):
             return False
         bindings = function.bindings.reaching(root.value, call)
+        if bindings and all(b.kind == "param" for b in bindings):
+            return self._parameter_from_factory(function, root.value)
+        return self._factory_made(bindings, function)
+
+    def _factory_made(self, bindings, function: FunctionInfo) -> bool:
+        """Every reaching binding fills the name with what a project factory returned."""
         return bool(bindings) and all(
             b.kind == "assign" and isinstance(b.value, cst.Call) and _calls_a_factory(self.resolver.resolve_all(b.value, function))
             for b in bindings
         )
+
+    def _parameter_from_factory(self, function: FunctionInfo, parameter: str) -> bool:
+        """An unannotated parameter that every call of the function in the project fills with
+        what a project factory returned (`run(device, create_infra(d))`, or a local bound so
+        in the caller): an object whose class is unknown, its methods user code."""
+        key = (id(function), parameter)
+        cached = self._from_factory.get(key)
+        if cached is not None:
+            return cached
+        self._from_factory[key] = False  # recursion through the callers resolves to nothing
+        param = next((p for p in _all_params(function) if p.name.value == parameter), None)
+        found = param is not None and param.annotation is None
+        sites = 0
+        for call, caller, _module in self.resolver.spelled_calls(function) if found else ():
+            if caller is None or caller is function or not any(t.function is function for t in self.resolver.resolve_all(call, caller)):
+                continue
+            sites += 1
+            argument = self.resolver.arguments(call, caller, function)[1].get(parameter)
+            if isinstance(argument, cst.Call):
+                found = _calls_a_factory(self.resolver.resolve_all(argument, caller))
+            elif isinstance(argument, cst.Name):
+                found = self._factory_made(caller.bindings.reaching(argument.value, call), caller)
+            else:
+                found = False
+            if not found:
+                break
+        result = found and sites > 0
+        self._from_factory[key] = result
+        return result
+
+
+def _all_params(function: FunctionInfo) -> list[cst.Param]:
+    parameters = function.node.params
+    return [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
 
 
 def _self_attribute_called(func: cst.Attribute, function: FunctionInfo) -> Optional[str]:

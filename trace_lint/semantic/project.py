@@ -1280,19 +1280,19 @@ class Project:
                 break
             # Read at `expr`: a comprehension or lambda around it may bind the name itself.
             if bindings.binds(name, expr if scope is function else None):
-                return _meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins)
+                return self.framework_reexport(_meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins))
             scope = scope.parent
         if module.has_outline:
             kind, imported = module.global_meaning(name)
             if kind == "import":
-                return imported
+                return self.framework_reexport(imported)
             if kind == "def":
                 return f"{module.own_name}.{name}"
             if kind == "other":
                 return name if name in self.module_stand_ins else None
         else:  # libcst alone parsed the module: no outline of module-level bindings
             if name in module.imports:
-                return module.imports[name]
+                return self.framework_reexport(module.imports[name])
             if name in module.top_level:
                 return f"{module.own_name}.{name}"
             if name in module.globals:
@@ -1300,6 +1300,30 @@ class Project:
         if name in self.module_stand_ins or name in BUILTIN_NAMES:
             return name
         return None
+
+    def framework_reexport(self, imported: Optional[str]) -> Optional[str]:
+        """A framework module imported through another package is the framework module:
+        `from bos_metal import ttnn` binds a name `ttnn` (RULES: a variable named `ttnn`
+        counts), so `ttnn.begin_trace_capture` is ttnn's. That holds where the package is
+        outside the project, and where a project package re-exports the framework (its own
+        `import ttnn`); a project module or definition of that name stays the project's."""
+        if imported is None or "." not in imported:
+            return imported
+        seen: set[str] = set()
+        current = imported
+        while "." in current and current not in seen:
+            seen.add(current)
+            parent, _, last = current.rpartition(".")
+            if last not in self.module_stand_ins or self.module(current) is not None:
+                return imported
+            owner = self.module(parent)
+            if owner is None:
+                return imported if self.by_name.get(parent) else last
+            owner.load()
+            if last in owner.top_level or owner.global_meaning(last)[0] != "import":
+                return imported
+            current = owner.imports.get(last) or imported
+        return current if current in self.module_stand_ins else imported
 
     def lookup(self, qualified: str) -> Optional[Definition]:
         """The project function or class a dotted name designates, following re-exports."""

@@ -57,10 +57,10 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
     regions = []
     body_end = module.end(function.node)
 
-    def end_id(end: cst.Call) -> Optional[str]:
+    def end_id(end: cst.Call, where=module) -> Optional[str]:
         positional, keywords = call_arguments(end)
         argument = keywords.get("trace_id", keywords.get("tid", positional[1] if len(positional) > 1 else None))
-        return module.normalized(argument) if argument is not None else None
+        return where.normalized(argument) if argument is not None else None
 
     targets = [_assigned_target(statement, begin) for begin, statement in begins]
     trace_ids = [module.normalized(t) if t is not None else None for t in targets]
@@ -90,4 +90,30 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
                 execute_calls=executes,
             )
         )
+    _methods_running(project, function, regions, end_id)
     return regions
+
+
+def _methods_running(project: Project, function: FunctionInfo, regions: list[Region], trace_id_of) -> None:
+    """For a trace id kept on `self`, the other methods of the class that execute or release
+    it (`self.tid` captured in `capture()`, replayed in `step()`)."""
+    kept = {r.trace_id for r in regions if r.trace_id is not None and r.trace_id.startswith("self.")}
+    if function.cls is None or not kept or not function.params or function.params[0] != "self":
+        return
+    api = tables().ttnn
+    executes: dict[str, list] = {}
+    releases: dict[str, list] = {}
+    for method in function.cls.methods.values():
+        if method is function or not method.params or method.params[0] != "self":
+            continue
+        for node in iter_body_nodes(method):
+            if type(node) is not cst.Call:
+                continue
+            name = project.qualified_name(node.func, method.module, method)
+            if name in api.execute or name in api.release:
+                trace_id = trace_id_of(node, method.module)
+                if trace_id in kept:
+                    (executes if name in api.execute else releases).setdefault(trace_id, []).append((method, node))
+    for region in regions:
+        region.method_executes = executes.get(region.trace_id, [])
+        region.method_releases = releases.get(region.trace_id, [])
