@@ -14,6 +14,7 @@ from ..semantic.bindings import assignment_targets
 from ..frameworks.region import Region
 from ..semantic.nodes import call_arguments, iter_body_nodes
 from ..capture.values import assigned_value, binding_place, executable_after, executed_after, input_names, made_in_region_and_read_after, reaching
+from ..semantic.receivers import receiver_parameter
 from ..semantic.summaries import container_of
 from ..frameworks.effects import Effect
 from .base import Invalid, Rule, Valid
@@ -351,7 +352,7 @@ class FreedTraceBuffer(Rule):
                     continue
                 element = isinstance(target, cst.Subscript)
                 key = chain_key(target.value if element else target)
-                if key is None or not key.startswith("self."):
+                if key is None or not key.startswith(f"{receiver_parameter(method)}."):
                     continue
                 kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
                 if kind is None:

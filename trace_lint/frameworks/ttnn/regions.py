@@ -11,6 +11,7 @@ from ...core.api_tables import tables
 from ...semantic.bindings import single_assignment
 from ...semantic.nodes import call_arguments, iter_body_nodes
 from ...semantic.project import FunctionInfo, Project
+from ...semantic.receivers import receiver_parameter
 from ..region import Region
 from ...frontend.syntax_walk import SMALL_STATEMENTS
 
@@ -97,14 +98,18 @@ def find_regions(project: Project, function: FunctionInfo) -> list[Region]:
 def _methods_running(project: Project, function: FunctionInfo, regions: list[Region], trace_id_of) -> None:
     """For a trace id kept on `self`, the other methods of the class that execute or release
     it (`self.tid` captured in `capture()`, replayed in `step()`)."""
-    kept = {r.trace_id for r in regions if r.trace_id is not None and r.trace_id.startswith("self.")}
-    if function.cls is None or not kept or not function.params or function.params[0] != "self":
+    receiver = receiver_parameter(function)
+    if receiver is None:
+        return
+    kept = {r.trace_id for r in regions if r.trace_id is not None and r.trace_id.startswith(f"{receiver}.")}
+    if not kept:
         return
     api = tables().ttnn
     executes: dict[str, list] = {}
     releases: dict[str, list] = {}
     for method in function.cls.methods.values():
-        if method is function or not method.params or method.params[0] != "self":
+        # The trace id is spelled as the capturing method spells it (`self.tid`).
+        if method is function or receiver_parameter(method) != receiver:
             continue
         for node in iter_body_nodes(method):
             if type(node) is not cst.Call:
