@@ -266,3 +266,20 @@ def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
         ("bench.py", 39, "TRC405"),
         ("bench.py", 55, "TRC405"),
     }
+
+
+def test_a_model_first_resolved_deep_in_another_question_is_still_captured_work():
+    # The runner checks a field of the output its harness stored (`assert
+    # self.harness.output.logits.is_allocated()`, runner.py:13) inside the region. Asking
+    # what that chain holds first resolves the harness's `self.model(...)` call (harness.py:
+    # 11) so deep in that question that the depth limit cuts the search short; the cut
+    # answer (no target) was kept and served to the reach from `self.harness.run()`, so the
+    # model's host read inside the capture went unreported. It is TRC102 (segmenter.py:18),
+    # whichever question asks first. The model frees its input and
+    # the region allocates the next one (runner.py:14): the re-allocation idiom, no TRC301
+    # or TRC302.
+    assert finding_set(PROJECTS / "checked_output_field") == {
+        ("runner.py", 11, "TRC401"),
+        ("segmenter.py", 18, "TRC102"),
+    }
+
