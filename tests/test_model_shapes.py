@@ -315,3 +315,30 @@ def test_an_infra_object_handed_in_from_an_unannotated_factory_has_unknown_effec
         ("bench.py", 33, "TRC301"),
         ("bench.py", 44, "TRC301"),
     }
+
+
+def test_a_model_first_resolved_deep_in_another_question_is_still_captured_work():
+    # The runner checks a field of the output its harness stored (`assert
+    # self.harness.output.logits.is_allocated()`, runner.py:13) inside the region. Asking
+    # what that chain holds first resolves the harness's `self.model(...)` call (harness.py:
+    # 11) so deep in that question that the depth limit cuts the search short; the cut
+    # answer (no target) was kept and served to the reach from `self.harness.run()`, so the
+    # model's host read inside the capture went unreported. It is TRC102 (segmenter.py:18),
+    # whichever question asks first. The model frees its input and
+    # the region allocates the next one (runner.py:14): the re-allocation idiom, no TRC301
+    # or TRC302.
+    assert finding_set(PROJECTS / "checked_output_field") == {
+        ("runner.py", 11, "TRC401"),
+        ("segmenter.py", 18, "TRC102"),
+    }
+
+
+def test_an_input_read_only_by_the_captured_work_is_still_a_trace_input():
+    # `Pipeline.record` loads the frame through its own helper (`self.feed`, pipeline.py:14)
+    # and captures `self.station.run()`, which reads `self.station.frame` (station.py:10):
+    # the region never names the frame, yet it is the trace's input. Freeing it after the
+    # end through the station's helper (pipeline.py:23), while the trace id kept on the
+    # object can still be executed (`replay`), is TRC302. Freeing a buffer the captured work
+    # never reads (`drop_scratch`, 22) is not, nor freeing the frame after the trace is
+    # released (`record_once`, 36).
+    assert finding_set(PROJECTS / "work_read_input") == {("pipeline.py", 23, "TRC302")}

@@ -56,7 +56,12 @@ class CallResolver:
         self.project = project
         # What the frameworks say their calls do (semantic/ names none of them).
         self.library = library
-        self._resolved: dict[tuple[int, int, int], tuple[Target, ...]] = {}
+        # A call's targets, and the depth they were found at when the depth limit cut that
+        # search short (None: complete). A cut answer serves only searches as deep or deeper;
+        # a shallower one searches again (the limit must not decide the answer of a call that
+        # is first met deep in another search).
+        self._resolved: dict[tuple[int, int, int], tuple[tuple[Target, ...], Optional[int]]] = {}
+        self._cuts = 0  # how many searches the depth limit has cut short
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
         self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
@@ -143,7 +148,7 @@ class CallResolver:
     def value_classes(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
         """The project classes of the instances an expression can evaluate to (empty:
         unknown). `self_class`: the class of `self` in `function`, when known."""
-        if depth > _DEPTH or function is None:
+        if function is None or self._too_deep(depth):
             return []
         module = function.module
         if isinstance(expr, cst.Name):
@@ -188,7 +193,7 @@ class CallResolver:
     def element_classes(self, container: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> list[ClassInfo]:
         """Classes of the elements of a container expression (`self.layers`,
         `reversed(self.layers)`, `self.models.values()`, a local list)."""
-        if depth > _DEPTH:
+        if self._too_deep(depth):
             return []
         if isinstance(container, cst.Call):
             func = container.func
@@ -237,7 +242,7 @@ class CallResolver:
         """Classes of the part `path` (indices into nested tuples) of each element of a container."""
         if not path:
             return self.element_classes(container, function, self_class, depth)
-        if depth > _DEPTH or not isinstance(container, cst.Call) or any(a.star or a.keyword is not None for a in container.args):
+        if self._too_deep(depth) or not isinstance(container, cst.Call) or any(a.star or a.keyword is not None for a in container.args):
             return []
         func, args = container.func, container.args
         head, rest = path[0], path[1:]
@@ -352,7 +357,7 @@ class CallResolver:
     def callable_targets(self, expr: cst.BaseExpression, function: Optional[FunctionInfo], module: ModuleInfo, self_class: Optional[ClassInfo] = None, depth: int = 0) -> list[Target]:
         """What calling `expr` runs: a project function, a bound method, a lambda's body,
         the function a `functools.partial` wraps, an instance's `__call__`/`forward`."""
-        if depth > _DEPTH:
+        if self._too_deep(depth):
             return []
         if isinstance(expr, cst.Lambda):
             return [Target(self.lambda_function(expr, module, function))]
@@ -450,13 +455,26 @@ class CallResolver:
         """Every function the call can run (each binding of a local name that can reach it,
         each known class of the receiver)."""
         key = (id(call.func), id(function), id(self_class))
-        found = self._resolved.get(key)
-        if found is None:
-            if depth > _DEPTH:
-                return []
-            self._resolved[key] = ()  # recursion through a cycle of names resolves to nothing
-            found = self._resolved[key] = tuple(_unique(self._resolve(call, function, self_class, depth)))
+        entry = self._resolved.get(key)
+        if entry is not None and (entry[1] is None or entry[1] <= depth):
+            if entry[1] is not None:
+                self._cuts += 1  # this answer is cut short too
+            return list(entry[0])
+        if self._too_deep(depth):
+            return []
+        cuts = self._cuts
+        self._resolved[key] = ((), None)  # recursion through a cycle of names resolves to nothing
+        found = tuple(_unique(self._resolve(call, function, self_class, depth)))
+        self._resolved[key] = (found, None if self._cuts == cuts else depth)
         return list(found)
+
+    def _too_deep(self, depth: int) -> bool:
+        """Whether a search has gone past the depth limit (counted: what it was part of is
+        cut short)."""
+        if depth > _DEPTH:
+            self._cuts += 1
+            return True
+        return False
 
     def _resolve(self, call: cst.Call, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> list[Target]:
         func = call.func
