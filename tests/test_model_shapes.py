@@ -266,3 +266,16 @@ def test_a_device_captured_on_by_a_nested_def_of_the_function_it_is_passed_to():
         ("bench.py", 39, "TRC405"),
         ("bench.py", 55, "TRC405"),
     }
+
+
+def test_a_tensor_method_on_an_element_of_a_dict_of_buffers_is_no_user_work():
+    # dfastllm's diffusion runner keeps one output buffer per length in a dict attribute
+    # (`self.outputs[n] = torch.zeros_like(y)`) and copies the captured forward into it
+    # (runner.py:20): a tensor's own method on what a torch op made, no user work to warm up
+    # (the forward ran twice before). Likewise a list filled with `torch.empty` by `append`
+    # (55-56). The element is unknown where a parameter (`add_sink`, 37) or an `update` (64)
+    # fills the container: those calls may be user work, and stay TRC404.
+    assert finding_set(PROJECTS / "keyed_buffers") == {
+        ("runner.py", 37, "TRC404"),
+        ("runner.py", 64, "TRC404"),
+    }

@@ -694,6 +694,13 @@ class MissingWarmUp(Rule):
                     continue  # `self._events[0].record()`: a torch.cuda.Event's method
                 if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
+                if (
+                    isinstance(element_of, cst.Attribute)
+                    and element_of.value is root
+                    and self.facts.is_tensor_method(func.attr.value)
+                    and self.facts.holds_library_elements(function, element_of.attr.value)
+                ):
+                    continue  # `self.outputs[n].copy_(y)`: a buffer a torch op made, copied into
                 if _sliced(func.value) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.logits[:n].copy_(y)`: a slice of a buffer, copied into
                 if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
