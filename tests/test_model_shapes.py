@@ -279,3 +279,24 @@ def test_a_tensor_method_on_an_element_of_a_dict_of_buffers_is_no_user_work():
         ("runner.py", 37, "TRC404"),
         ("runner.py", 64, "TRC404"),
     }
+
+
+def test_a_cache_filled_into_a_dict_the_caller_handed_in():
+    # flash-rt's decode step packs a layer's weight once into the layer's own dict, handed in
+    # as a parameter (`if packed_key not in weights: ... weights[packed_key] = packed`,
+    # layers.py:8-13): the caller's object outlives the call as `self` does, so the block is a
+    # first-use cache, run at warm-up and skipped at capture: no TRC103/TRC102 there. A
+    # parameter rebound to a copy first (`weights = dict(weights)`, 18-20) or a local dict
+    # (25-27) is made anew on every call: those blocks run at capture too.
+    assert finding_set(PROJECTS / "parameter_cache") == {
+        ("layers.py", 20, "TRC102"),
+        ("layers.py", 27, "TRC103"),
+    }
+
+
+def test_a_first_use_block_that_unpacks_onto_the_state_it_tests():
+    # flash-rt's ViT loads its kernel modules once: `if self._ops is None:` whose body
+    # unpacks them onto itself (`self._ops, self._aux = ...`, vision.py:16-18): the unpacking
+    # assigns the tested attribute, so the block is a first-use cache (no TRC203 at 17-18).
+    # `_others` tests `self._loaded`, which its body never assigns: not a cache (23).
+    assert finding_set(PROJECTS / "unpacked_cache") == {("vision.py", 23, "TRC203")}
