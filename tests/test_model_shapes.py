@@ -300,3 +300,18 @@ def test_a_first_use_block_that_unpacks_onto_the_state_it_tests():
     # assigns the tested attribute, so the block is a first-use cache (no TRC203 at 17-18).
     # `_others` tests `self._loaded`, which its body never assigns: not a cache (23).
     assert finding_set(PROJECTS / "unpacked_cache") == {("vision.py", 23, "TRC203")}
+
+
+def test_a_flag_switched_back_by_a_finally_leaves_no_state_behind():
+    # fairchem's tf32 context and flash-rt's verify modes switch a host flag for one call:
+    # `saved = settings.fast_math; try: settings.fast_math = fast; yield; finally:
+    # settings.fast_math = saved` (model.py:12-17) and `self.verifying = True` then `try:
+    # ... finally: self.verifying = False` (28-32). The write before (or inside) the `try`
+    # is undone by the `finally:` on every path, and putting back the saved value changes
+    # nothing: no TRC203 at 17 or 28. The `finally:` that writes a literal (32, 39) may leave
+    # another value than the call found, and the counter (35) outlives the call: reported.
+    assert finding_set(PROJECTS / "restored_flags") == {
+        ("model.py", 32, "TRC203"),
+        ("model.py", 35, "TRC203"),
+        ("model.py", 39, "TRC203"),
+    }
