@@ -302,6 +302,23 @@ def test_a_first_use_block_that_unpacks_onto_the_state_it_tests():
     assert finding_set(PROJECTS / "unpacked_cache") == {("vision.py", 23, "TRC203")}
 
 
+def test_a_nested_def_whose_steps_ran_before_is_warm():
+    # A denoise loop captured through a nested def (`with graph: denoise()`, head.py:25) and
+    # an action head handing a nested `_all` to a nested capture helper (65): the nested
+    # defs never ran, but each call in their bodies did, just before, on the names the
+    # enclosing function holds (`step(model, x)`; `self._cross(0)`, `_state(0)`): warm, no
+    # TRC404. So is a remover's loop whose nested def reads the enclosing function's aliases
+    # of its attributes (`tr = self.transformer`, head.py:80-93), as the warm-up does, and
+    # one whose step picks its layer by a flag (`forward_any`, 99-116): each call of the
+    # nested body is matched in the enclosing function, as a lambda's body is.
+    # `denoise_cold` also runs `mix`, and `_with_fresh` `self._fresh`, which never ran:
+    # TRC404 at 28 and 66.
+    assert finding_set(PROJECTS / "nested_warm_up") == {
+        ("head.py", 28, "TRC404"),
+        ("head.py", 66, "TRC404"),
+    }
+
+
 def test_a_flag_switched_back_by_a_finally_leaves_no_state_behind():
     # fairchem's tf32 context and flash-rt's verify modes switch a host flag for one call:
     # `saved = settings.fast_math; try: settings.fast_math = fast; yield; finally:
