@@ -342,3 +342,69 @@ def test_an_input_read_only_by_the_captured_work_is_still_a_trace_input():
     # never reads (`drop_scratch`, 22) is not, nor freeing the frame after the trace is
     # released (`record_once`, 36).
     assert finding_set(PROJECTS / "work_read_input") == {("pipeline.py", 23, "TRC302")}
+
+
+def test_a_tensor_method_on_an_element_of_a_dict_of_buffers_is_no_user_work():
+    # dfastllm's diffusion runner keeps one output buffer per length in a dict attribute
+    # (`self.outputs[n] = torch.zeros_like(y)`) and copies the captured forward into it
+    # (runner.py:20): a tensor's own method on what a torch op made, no user work to warm up
+    # (the forward ran twice before). Likewise a list filled with `torch.empty` by `append`
+    # (55-56). The element is unknown where a parameter (`add_sink`, 37) or an `update` (64)
+    # fills the container: those calls may be user work, and stay TRC404.
+    assert finding_set(PROJECTS / "keyed_buffers") == {
+        ("runner.py", 37, "TRC404"),
+        ("runner.py", 64, "TRC404"),
+    }
+
+
+def test_a_cache_filled_into_a_dict_the_caller_handed_in():
+    # flash-rt's decode step packs a layer's weight once into the layer's own dict, handed in
+    # as a parameter (`if packed_key not in weights: ... weights[packed_key] = packed`,
+    # layers.py:8-13): the caller's object outlives the call as `self` does, so the block is a
+    # first-use cache, run at warm-up and skipped at capture: no TRC103/TRC102 there. A
+    # parameter rebound to a copy first (`weights = dict(weights)`, 18-20) or a local dict
+    # (25-27) is made anew on every call: those blocks run at capture too.
+    assert finding_set(PROJECTS / "parameter_cache") == {
+        ("layers.py", 20, "TRC102"),
+        ("layers.py", 27, "TRC103"),
+    }
+
+
+def test_a_first_use_block_that_unpacks_onto_the_state_it_tests():
+    # flash-rt's ViT loads its kernel modules once: `if self._ops is None:` whose body
+    # unpacks them onto itself (`self._ops, self._aux = ...`, vision.py:16-18): the unpacking
+    # assigns the tested attribute, so the block is a first-use cache (no TRC203 at 17-18).
+    # `_others` tests `self._loaded`, which its body never assigns: not a cache (23).
+    assert finding_set(PROJECTS / "unpacked_cache") == {("vision.py", 23, "TRC203")}
+
+
+def test_a_nested_def_whose_steps_ran_before_is_warm():
+    # A denoise loop captured through a nested def (`with graph: denoise()`, head.py:25) and
+    # an action head handing a nested `_all` to a nested capture helper (65): the nested
+    # defs never ran, but each call in their bodies did, just before, on the names the
+    # enclosing function holds (`step(model, x)`; `self._cross(0)`, `_state(0)`): warm, no
+    # TRC404. So is a remover's loop whose nested def reads the enclosing function's aliases
+    # of its attributes (`tr = self.transformer`, head.py:80-93), as the warm-up does, and
+    # one whose step picks its layer by a flag (`forward_any`, 99-116): each call of the
+    # nested body is matched in the enclosing function, as a lambda's body is.
+    # `denoise_cold` also runs `mix`, and `_with_fresh` `self._fresh`, which never ran:
+    # TRC404 at 28 and 66.
+    assert finding_set(PROJECTS / "nested_warm_up") == {
+        ("head.py", 28, "TRC404"),
+        ("head.py", 66, "TRC404"),
+    }
+
+
+def test_a_flag_switched_back_by_a_finally_leaves_no_state_behind():
+    # fairchem's tf32 context and flash-rt's verify modes switch a host flag for one call:
+    # `saved = settings.fast_math; try: settings.fast_math = fast; yield; finally:
+    # settings.fast_math = saved` (model.py:12-17) and `self.verifying = True` then `try:
+    # ... finally: self.verifying = False` (28-32). The write before (or inside) the `try`
+    # is undone by the `finally:` on every path, and putting back the saved value changes
+    # nothing: no TRC203 at 17 or 28. The `finally:` that writes a literal (32, 39) may leave
+    # another value than the call found, and the counter (35) outlives the call: reported.
+    assert finding_set(PROJECTS / "restored_flags") == {
+        ("model.py", 32, "TRC203"),
+        ("model.py", 35, "TRC203"),
+        ("model.py", 39, "TRC203"),
+    }

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..core.config import Settings
 from ..semantic.calls import CallResolver
-from ..semantic.bindings import assignment_targets
+from ..semantic.bindings import assignment_targets, target_leaves
 from ..semantic.effects import Effects
 from .facts import CheckingRule, ProgramFacts, RuleContext
 from .observed import observed_calls, step_message as observed_step
@@ -105,7 +105,8 @@ def _filled_state(statement: cst.BaseSmallStatement, module: ModuleInfo) -> list
     `C.setdefault(K, v)` or `C.add(K)` (a warn-once set), called alone or assigned."""
     assigns = isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign))
     value = statement.value if assigns or isinstance(statement, cst.Expr) else None
-    found = [_state_key(target, module) for target in assignment_targets(statement)] if assigns else []
+    # `self.a, self.b = a, b` assigns each: the leaves of an unpacking target.
+    found = [_state_key(leaf, module) for target in assignment_targets(statement) for leaf in target_leaves(target)] if assigns else []
     if (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)
@@ -245,7 +246,9 @@ def _state_key(expr: cst.BaseExpression, module: ModuleInfo) -> str:
 
 
 def _outlives_the_call(expr: cst.BaseExpression, function: Optional[FunctionInfo]) -> bool:
-    """An attribute, a subscript of one, or a name that is not the function's local."""
+    """An attribute, a subscript of one, or a name that is not the function's local: a global,
+    a name of an enclosing function, or a parameter the function never rebinds (the caller's
+    object, made before the call, as `self` is; a local is made anew on every call)."""
     if _getattr_target(expr) is not None:
         return True
     if isinstance(expr, cst.Attribute):
@@ -253,7 +256,9 @@ def _outlives_the_call(expr: cst.BaseExpression, function: Optional[FunctionInfo
     if isinstance(expr, cst.Subscript):
         return _outlives_the_call(expr.value, function)
     if isinstance(expr, cst.Name):
-        return function is None or not function.bindings.binds(expr.value)
+        if function is None or not function.bindings.binds(expr.value):
+            return True
+        return all(binding.kind == "param" for binding in function.bindings.by_name.get(expr.value, ()))
     return False
 
 

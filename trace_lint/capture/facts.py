@@ -251,6 +251,11 @@ class ProgramFacts:
         class holds framework objects only (`(torch.cuda.Event(), torch.cuda.Event())`)."""
         return self._engine.effects.holds_library_objects(function, attribute)
 
+    def holds_library_elements(self, function: "FunctionInfo", attribute: str) -> bool:
+        """Every element stored in the dict or list `self.<attribute>` by the methods of the
+        function's class is what a framework call returned (`torch.zeros_like(y)`)."""
+        return self._engine.effects.holds_library_elements(function, attribute)
+
     def reaches_device_work(self, target: "Target") -> bool:
         """Calling the target does device work (a framework op), here or frames down."""
         return self._engine.effects.reaches_device_work(target)

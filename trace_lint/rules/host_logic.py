@@ -312,7 +312,11 @@ class HostSideEffect(_HostLogicRule):
     the region and handed down); storing what device work produced
     (`self.output = self.model(self.input)`: an output handle, refilled by each replay); and
     storing a value the caller handed in whose type says nothing of the host
-    (`self._src = x`: not known to be a host value).
+    (`self._src = x`: not known to be a host value). Nor a flag switched for one call and
+    switched back: a write that a `finally:` of the same function writes again (`self.active
+    = True` then `try: ... finally: self.active = False`), or the `finally:` putting back a
+    value read before (`saved = X.flag; try: X.flag = v ... finally: X.flag = saved`); the
+    `finally:` that writes another value than it read is still reported.
 
     Blocks that fill a cache on first use (`if self.w is None: self.w = ...`) run during the
     warm-up and are not reported.
@@ -623,6 +627,45 @@ class HostSideEffect(_HostLogicRule):
             b.kind == "param" and not _host_annotation(b.node) for b in reaching
         )
 
+    def _leaves_no_trace(self, node: cst.BaseSmallStatement, target: cst.BaseExpression) -> bool:
+        """The write does not change the state once the call returns: a `finally:` of the same
+        function assigns the target again (`self.active = True` then `try: ... finally:
+        self.active = False`, or the write inside that `try`), or the write is that `finally:`
+        putting back what was read from the target before (`saved = X.flag; try: X.flag = v
+        ... finally: X.flag = saved`)."""
+        module = self.context.module
+        text = module.normalized(target)
+        statement = module.parent(node)
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        child: cst.CSTNode = statement
+        parent = module.parent(child)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(parent, (cst.IndentedBlock, cst.Module)):
+                siblings = list(parent.body)
+                following = siblings[siblings.index(child) + 1] if child in siblings and siblings.index(child) + 1 < len(siblings) else None
+                if child is statement and isinstance(following, cst.Try) and _final_assigns(following, text, module):
+                    return True  # `self.active = True` then `try: ... finally: self.active = False`
+            if isinstance(parent, cst.Try):
+                if child is parent.body and _final_assigns(parent, text, module):
+                    return True  # written in the `try`, written again by its `finally:`
+                if parent.finalbody is not None and child is parent.finalbody:
+                    return self._restores(node, text)
+            child, parent = parent, module.parent(parent)
+        return False
+
+    def _restores(self, node: cst.BaseSmallStatement, text: str) -> bool:
+        """`X = saved` where every binding of `saved` reaching it reads `X`."""
+        function = self.context.function
+        value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
+        if function is None or not isinstance(value, cst.Name) or not function.bindings.binds(value.value):
+            return False
+        reaching = function.bindings.reaching(value.value, value)
+        module = self.context.module
+        return bool(reaching) and all(
+            b.kind == "assign" and b.value is not None and module.normalized(b.value) == text for b in reaching
+        )
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._device_work_output(node.value) or self._passed_in(node.value):
             return
@@ -630,7 +673,7 @@ class HostSideEffect(_HostLogicRule):
             if isinstance(target, cst.Subscript) and self.context.is_device_value(target.value):
                 continue  # writing into a device tensor (`buf[i] = v`) is device work
             what = self._shared_target(target)
-            if what:
+            if what and not self._leaves_no_trace(node, target):
                 self._report_statement(node, what)
                 return
 
@@ -677,6 +720,20 @@ HOST_BUILTINS = frozenset({
     "min", "max", "sum", "abs", "round", "range", "sorted", "reversed", "enumerate", "zip",
     "repr", "format", "hash", "id", "divmod", "pow", "any", "all", "isinstance", "getattr",
 })
+
+
+def _final_assigns(node: cst.Try, text: str, module) -> bool:
+    """The `finally:` of the `try` assigns the target (a statement of its own block)."""
+    if node.finalbody is None:
+        return False
+    for line in node.finalbody.body.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            for small in line.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+                    module.normalized(t) == text for t in assignment_targets(small)
+                ):
+                    return True
+    return False
 
 
 def _host_annotation(param: cst.CSTNode) -> bool:

@@ -694,6 +694,13 @@ class MissingWarmUp(Rule):
                     continue  # `self._events[0].record()`: a torch.cuda.Event's method
                 if isinstance(func.value, cst.Attribute) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.static_out.copy_(y)`: a tensor's own method, not user work
+                if (
+                    isinstance(element_of, cst.Attribute)
+                    and element_of.value is root
+                    and self.facts.is_tensor_method(func.attr.value)
+                    and self.facts.holds_library_elements(function, element_of.attr.value)
+                ):
+                    continue  # `self.outputs[n].copy_(y)`: a buffer a torch op made, copied into
                 if _sliced(func.value) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.logits[:n].copy_(y)`: a slice of a buffer, copied into
                 if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
@@ -865,7 +872,23 @@ class MissingWarmUp(Rule):
             call
             for call in self._region_work(region)
             if not self._warm(function, call, function.module.normalized(call.func), self.facts.targets(call, function), region)
+            and not self._nested_body_warm(function, call, region)
         ]
+
+    def _nested_body_warm(self, function: FunctionInfo, call: cst.Call, region: Optional[Region]) -> bool:
+        """The call runs a def nested in the function (`def denoise(): ...` called in the
+        region) whose every call of user code ran before, each judged in the function as a
+        lambda's body is: the nested def reads the function's own names."""
+        targets = self.facts.targets(call, function)
+        if not targets or any(t.function.parent is not function for t in targets):
+            return False
+        receiver = receiver_parameter(function)
+        module = function.module
+        for target in targets:
+            for inner in self._user_calls(target.function, target.function.nodes, receiver):
+                if not self._warm(function, inner, module.normalized(inner.func), self.facts.targets(inner, target.function), region):
+                    return False
+        return True
 
     def check_region(self, region: Region) -> None:
         missing = self.unwarmed_calls(region)
@@ -962,19 +985,27 @@ class MissingWarmUp(Rule):
             if caller is None or self._helper_warms_itself(site.helper) or self._constructed_and_warmed(site):
                 continue  # module-level call sites: nothing to compare with
             module = site.module
-            if isinstance(site.target.node, cst.Lambda):
-                receiver = receiver_parameter(caller)
+            receiver = receiver_parameter(caller)
+
+            def unwarmed_body_calls() -> list[cst.Call]:
+                # The calls of a lambda's body, or of a def nested in the caller (its body
+                # reads the caller's names as a lambda's does), each judged in the caller.
                 work = self._user_calls(site.target, site.target.nodes, receiver)
-                missing = [
+                return [
                     c for c in work
                     if not self._warm(caller, c, module.normalized(c.func), self.facts.targets(c, site.target), None, before=site.call)
                 ]
+
+            if isinstance(site.target.node, cst.Lambda):
+                missing = unwarmed_body_calls()
                 if not missing:
                     continue
                 shown = module.code(missing[0].func)
             else:
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
+                if site.target.parent is caller and not unwarmed_body_calls():
+                    continue  # `_capture(run_all)`, `def run_all(s): step(s)`: each step ran before
                 shown = module.code(site.argument)
             advice = self.facts.warm_up_advice(_helper_kind(site.helper, kinds))
             self.report(site.call, f"`{shown}(...)` runs for the first time inside the capture made by `{site.helper.name}`; {advice}", module=module)

@@ -120,6 +120,29 @@ class Effects:
             seen = True
         return seen
 
+    def holds_library_elements(self, function: "FunctionInfo", attribute: str) -> bool:
+        """A container attribute whose elements are framework objects: every `self.<attribute>
+        [k] = ...` in the methods of the function's class stores what a framework call returns
+        (`self.outputs[n] = torch.zeros_like(y)`), and every whole `self.<attribute> = ...`
+        assigns an empty dict or list: its elements' methods are library calls, not user work."""
+        cls = function.cls
+        if cls is None:
+            return False
+        for method, node, whole in _attribute_stores(cls, attribute):
+            if not (whole and isinstance(node, (cst.Assign, cst.AnnAssign)) and _empty_container(node.value)):
+                return False
+        stored = [(method, value) for method, _node, value in _element_stores(cls, attribute)]
+        for method, call in _mutating_calls(cls, attribute):
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            index = _STORED_ARGUMENT.get(call.func.attr.value)
+            # `self.outputs.update(...)`, `.extend(...)`: elements that no one value names
+            stored.append((method, positional[index] if index is not None and len(positional) > index else None))
+        for method, value in stored:
+            name = self.project.qualified_name(value.func, method.module, method) if isinstance(value, cst.Call) else None
+            if name is None or not self.library.owns(name):
+                return False
+        return bool(stored)
+
     def made_outside(self, function: FunctionInfo, attribute: str) -> bool:
         """Every `self.<attribute> = ...` in the methods of the function's class assigns
         `None` or what a call outside the project returns (`native.make_tap(name)` on the
@@ -282,17 +305,62 @@ def _module_of(project, dotted: str) -> bool:
     return any(project.module(".".join(parts[:end])) is not None for end in range(len(parts), 0, -1))
 
 
-def _attribute_stores(cls, attribute: str):
-    """Each statement of the class's methods that assigns `self.<attribute>`: (method,
-    statement, whether the attribute is the whole target rather than part of a tuple)."""
+def _assignments(cls):
+    """Each assignment target of the class's methods: (method, its receiver, statement, target)."""
     for method in cls.methods.values():
         receiver = receiver_parameter(method)
         for node in method.nodes:
-            if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                continue
-            for target in assignment_targets(node):
-                if any(_is_attribute_of(e, receiver, attribute) for e in target_leaves(target)):
-                    yield method, node, _is_attribute_of(target, receiver, attribute)
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                for target in assignment_targets(node):
+                    yield method, receiver, node, target
+
+
+def _attribute_stores(cls, attribute: str):
+    """Each statement of the class's methods that assigns `self.<attribute>`: (method,
+    statement, whether the attribute is the whole target rather than part of a tuple)."""
+    for method, receiver, node, target in _assignments(cls):
+        if any(_is_attribute_of(e, receiver, attribute) for e in target_leaves(target)):
+            yield method, node, _is_attribute_of(target, receiver, attribute)
+
+
+def _element_stores(cls, attribute: str):
+    """Each `self.<attribute>[k] = value` (or an augmented or unpacking store into an element)
+    of the class's methods: (method, statement, the value stored, None where not one value)."""
+    for method, receiver, node, target in _assignments(cls):
+        for leaf in target_leaves(target):
+            if isinstance(leaf, cst.Subscript) and _is_attribute_of(leaf.value, receiver, attribute):
+                single = leaf is target and not isinstance(node, cst.AugAssign)
+                yield method, node, node.value if single else None
+
+
+# The argument a container method stores as an element (the others store none that one
+# value names: `update`, `extend`, `+=`).
+_STORED_ARGUMENT = {"append": 0, "insert": 1, "setdefault": 1}
+_CONTAINER_MUTATORS = frozenset({"append", "insert", "setdefault", "update", "extend", "__setitem__"})
+
+
+def _mutating_calls(cls, attribute: str):
+    """Each `self.<attribute>.append(v)` (or another method filling the container) of the
+    class's methods: (method, call)."""
+    for method in cls.methods.values():
+        receiver = receiver_parameter(method)
+        for node in method.nodes:
+            if (
+                type(node) is cst.Call
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in _CONTAINER_MUTATORS
+                and _is_attribute_of(node.func.value, receiver, attribute)
+            ):
+                yield method, node
+
+
+def _empty_container(value: Optional[cst.BaseExpression]) -> bool:
+    """`{}`, `[]`, `dict()`, `list()`; a bare annotation (`self.outputs: dict`) stores nothing."""
+    if value is None:
+        return True
+    if isinstance(value, (cst.Dict, cst.List)):
+        return not value.elements
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("dict", "list") and not value.args
 
 
 def _is_attribute_of(expr: cst.BaseExpression, receiver: Optional[str], attribute: str) -> bool:
