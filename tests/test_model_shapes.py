@@ -333,17 +333,6 @@ def test_a_model_first_resolved_deep_in_another_question_is_still_captured_work(
     }
 
 
-def test_an_input_read_only_by_the_captured_work_is_still_a_trace_input():
-    # `Pipeline.record` loads the frame through its own helper (`self.feed`, pipeline.py:14)
-    # and captures `self.station.run()`, which reads `self.station.frame` (station.py:10):
-    # the region never names the frame, yet it is the trace's input. Freeing it after the
-    # end through the station's helper (pipeline.py:23), while the trace id kept on the
-    # object can still be executed (`replay`), is TRC302. Freeing a buffer the captured work
-    # never reads (`drop_scratch`, 22) is not, nor freeing the frame after the trace is
-    # released (`record_once`, 36).
-    assert finding_set(PROJECTS / "work_read_input") == {("pipeline.py", 23, "TRC302")}
-
-
 def test_a_tensor_method_on_an_element_of_a_dict_of_buffers_is_no_user_work():
     # dfastllm's diffusion runner keeps one output buffer per length in a dict attribute
     # (`self.outputs[n] = torch.zeros_like(y)`) and copies the captured forward into it

@@ -286,10 +286,6 @@ class ProgramFacts:
         """Attributes a call assigns, any frames down, as paths of the caller's frame."""
         return self._engine.effects.summaries.call_stores(call, function)
 
-    def call_reads(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
-        """Attributes a call reads, any frames down, as paths of the caller's frame."""
-        return self._engine.effects.summaries.call_reads(call, function)
-
     def call_runs(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
         """What a call runs, any frames down: callee paths of the caller's frame and the
         project functions reached."""

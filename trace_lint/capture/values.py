@@ -78,8 +78,8 @@ def trace_escapes(region: Region) -> bool:
     escapes = False
     tid = region.trace_id
     module = region.module
-    if tid is None or "." in tid:
-        escapes = True  # unknown, or kept on an object (`self.tid`): any method can execute it
+    if tid is None:
+        escapes = True
     else:
         lifecycle = {id(c) for c in (*region.execute_calls, *region.release_calls)}
         if region.end is not None:

@@ -291,10 +291,6 @@ class FreedTraceBuffer(Rule):
         # (`self._decode(x)` storing `self.out`).
         chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
         chain_outputs = {key for key in bound_in if "." in key} | work_stores(region, self.facts)
-        # The captured work reads a chain bound before the region (`self.infra.run()` reading
-        # `self.infra.input`): an input too, though the region never names it.
-        made_before = before | stores_before(region, self.facts)
-        chain_inputs |= {key for key in work_reads(region, self.facts) if key in made_before and key not in bound_in and key not in chain_outputs}
         reallocated = reallocations(region, self.facts)
         for free in frees(region, self.facts):
             node, key = free.call, free.key
@@ -440,28 +436,11 @@ def frees(region: Region, facts: ProgramFacts) -> list[Free]:
 
 def work_stores(region: Region, facts: ProgramFacts) -> set[str]:
     """Attributes the captured work called in the region assigns (`self.out`)."""
-    return _call_paths(region, facts.call_stores, region.contains)
-
-
-def _call_paths(region: Region, paths_of, where) -> set[str]:
-    """The attribute paths (`paths_of(call, function)`, no elements) of the calls of the
-    function holding the region that `where` admits."""
     found: set[str] = set()
     for node in iter_body_nodes(region.function):
-        if isinstance(node, cst.Call) and where(node):
-            found |= {p for p in paths_of(node, region.function) if "[" not in p}
+        if isinstance(node, cst.Call) and region.contains(node):
+            found |= {p for p in facts.call_stores(node, region.function) if "[" not in p}
     return found
-
-
-def stores_before(region: Region, facts: ProgramFacts) -> set[str]:
-    """Attributes the calls written before the region assign (`self.load(host)` storing
-    `self.infra.input`)."""
-    return _call_paths(region, facts.call_stores, lambda call: region.module.start(call) < region.start)
-
-
-def work_reads(region: Region, facts: ProgramFacts) -> set[str]:
-    """Attributes the captured work called in the region reads (`self.infra.input`)."""
-    return _call_paths(region, facts.call_reads, region.contains)
 
 
 def made_in_this_iteration(region: Region, free: cst.Call, values) -> bool:

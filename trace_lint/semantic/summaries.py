@@ -247,7 +247,6 @@ class Summaries:
         self._launches = launches
         self._frees = FixedPoint(lambda function: self._own_frees(function), ())
         self._stores = FixedPoint(lambda function: self._own_stores(function), frozenset())
-        self._reads = FixedPoint(lambda function: self._own_reads(function), frozenset())
         self._runs = FixedPoint(lambda subject: self._own_runs(*subject), frozenset())
         self._work = FixedPoint(lambda subject: self._own_work(*subject), frozenset())
         # An unresolved call whose effects are unknown (user code, or a handle made outside
@@ -343,47 +342,29 @@ class Summaries:
         return self._stores.get(id(function), function)
 
     def _own_stores(self, function: FunctionInfo) -> frozenset[str]:
-        return self._parameter_paths(function, _assigned_leaves(function, (cst.Assign, cst.AnnAssign, cst.AugAssign)), self.call_stores)
-
-    def _parameter_paths(self, function: FunctionInfo, attributes, call_paths) -> frozenset[str]:
-        """The paths rooted at the function's parameters: of its own attribute nodes, and
-        of what `call_paths` gives for each call it makes."""
         parameters = set(function.params)
-        found = {path for node in attributes if isinstance(node, cst.Attribute) and (path := path_of(node)) is not None and root_of(path) in parameters}
+        found: set[str] = set()
         for node in function.live_nodes:
-            if type(node) is cst.Call:
-                found |= {p for p in call_paths(node, function) if root_of(p) in parameters}
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                for target in assignment_targets(node):
+                    for element in target_leaves(target):
+                        if isinstance(element, cst.Attribute):
+                            path = path_of(element)
+                            if path is not None and root_of(path) in parameters:
+                                found.add(path)
+            elif type(node) is cst.Call:
+                found |= {p for p in self.call_stores(node, function) if root_of(p) in parameters}
         return frozenset(found)
 
     def call_stores(self, call: cst.Call, function: FunctionInfo) -> frozenset[str]:
         """The attributes a call assigns, as paths of the caller's frame."""
-        return self._in_caller(self.stores, call, function)
-
-    def _in_caller(self, summary: Callable[[FunctionInfo], frozenset[str]], call: cst.Call, function: FunctionInfo) -> frozenset[str]:
-        """The paths `summary` gives for the call's target, as paths of the caller's frame
-        (a path the call does not fill is dropped)."""
         out: set[str] = set()
         for target in self._sole_targets(call, function):
-            for path in summary(target.function):
+            for path in self.stores(target.function):
                 moved = self.to_caller(path, call, function, target.function)
                 if moved is not None:
                     out.add(moved)
         return frozenset(out)
-
-    # -- reads -------------------------------------------------------------------------------
-    def reads(self, function: FunctionInfo) -> frozenset[str]:
-        """Attributes of its parameters the function reads (`self.input` in `run(self)`), any
-        number of frames down; an attribute only assigned is not read."""
-        return self._reads.get(id(function), function)
-
-    def _own_reads(self, function: FunctionInfo) -> frozenset[str]:
-        assigned = {id(node) for node in _assigned_leaves(function, (cst.Assign, cst.AnnAssign))}
-        read = [node for node in function.live_nodes if isinstance(node, cst.Attribute) and id(node) not in assigned]
-        return self._parameter_paths(function, read, self.call_reads)
-
-    def call_reads(self, call: cst.Call, function: FunctionInfo) -> frozenset[str]:
-        """The attributes a call reads, as paths of the caller's frame."""
-        return self._in_caller(self.reads, call, function)
 
     # -- runs --------------------------------------------------------------------------------
     def runs(self, function: FunctionInfo, self_class=None) -> frozenset[str]:
@@ -610,11 +591,6 @@ class Summaries:
                 break
             asks = True
         return answers and asks
-
-
-def _assigned_leaves(function: FunctionInfo, kinds: tuple) -> list[cst.CSTNode]:
-    """The leaves of the targets of the function's assignments of these kinds."""
-    return [leaf for node in function.live_nodes if isinstance(node, kinds) for target in assignment_targets(node) for leaf in target_leaves(target)]
 
 
 def function_key(function: FunctionInfo) -> str:
