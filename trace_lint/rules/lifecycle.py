@@ -877,18 +877,21 @@ class MissingWarmUp(Rule):
 
     def _nested_body_warm(self, function: FunctionInfo, call: cst.Call, region: Optional[Region]) -> bool:
         """The call runs a def nested in the function (`def denoise(): ...` called in the
-        region) whose every call of user code ran before, each judged in the function as a
-        lambda's body is: the nested def reads the function's own names."""
+        region) whose calls of user code all ran before, each judged in the function as a
+        lambda's body is: the nested def reads the function's own names. A body with no such
+        call (framework ops only) is its own first run: not warm."""
         targets = self.facts.targets(call, function)
         if not targets or any(t.function.parent is not function for t in targets):
             return False
         receiver = receiver_parameter(function)
         module = function.module
+        judged = False
         for target in targets:
             for inner in self._user_calls(target.function, target.function.nodes, receiver):
                 if not self._warm(function, inner, module.normalized(inner.func), self.facts.targets(inner, target.function), region):
                     return False
-        return True
+                judged = True
+        return judged
 
     def check_region(self, region: Region) -> None:
         missing = self.unwarmed_calls(region)
@@ -1004,7 +1007,7 @@ class MissingWarmUp(Rule):
             else:
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
-                if site.target.parent is caller and not unwarmed_body_calls():
+                if site.target.parent is caller and self._user_calls(site.target, site.target.nodes, receiver) and not unwarmed_body_calls():
                     continue  # `_capture(run_all)`, `def run_all(s): step(s)`: each step ran before
                 shown = module.code(site.argument)
             advice = self.facts.warm_up_advice(_helper_kind(site.helper, kinds))
