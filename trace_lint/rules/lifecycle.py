@@ -1007,7 +1007,7 @@ class MissingWarmUp(Rule):
             else:
                 if self._warm(caller, site.call, module.normalized(site.argument), [Target(site.target)], None, before=site.call):
                     continue
-                if site.target.parent is caller and self._user_calls(site.target, site.target.nodes, receiver) and not unwarmed_body_calls():
+                if site.target.parent is caller and not unwarmed_body_calls():
                     continue  # `_capture(run_all)`, `def run_all(s): step(s)`: each step ran before
                 shown = module.code(site.argument)
             advice = self.facts.warm_up_advice(_helper_kind(site.helper, kinds))
