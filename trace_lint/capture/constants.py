@@ -26,6 +26,7 @@ import libcst as cst
 
 from .. import frameworks
 from ..frontend.syntax_walk import children
+from ..semantic.bindings import named_parameters
 from ..semantic.calls import CallResolver
 from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo
@@ -454,7 +455,7 @@ def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: Func
         return False
     params = node.params
     receiver = receiver_parameter(wrapper)
-    named = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    named = [p.name.value for p in named_parameters(params)]
     if named != ([receiver] if receiver is not None else []):
         return False
     star_args, star_kwargs = _star_parameters(wrapper)
@@ -482,8 +483,7 @@ def _never_none_form(form: Form) -> bool:
 
 
 def _default(target: FunctionInfo, name: str) -> Optional[cst.BaseExpression]:
-    parameters = target.node.params
-    for param in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
+    for param in named_parameters(target.node.params):
         if param.name.value == name:
             return param.default
     return None

@@ -172,11 +172,12 @@ class FreedTraceBuffer(Rule):
     any number of frames down) is such a free, reported on the call with the steps down to
     the `deallocate`. A trace id kept on `self` and replayed by another method of the class
     (`step()`): that method freeing an input or output the capture keeps on `self`, or an
-    element of one (`self.rot[0].deallocate()`), before its `execute_trace` is one too. Fine: freeing an intermediate made and last used inside the region,
-    a value a loop made in the same turn (even where the same name is returned after the
-    region), and the re-allocation idiom: a trace input freed during the capture (in the
-    region, or by the captured work: a model freeing its input) and a tensor allocated in
-    its place later in the region and kept as the next input (neither TRC302 nor TRC301).
+    element of one (`self.rot[0].deallocate()`), before its `execute_trace` is one too.
+    Fine: freeing an intermediate made and last used inside the region, a value a loop made
+    in the same turn (even where the same name is returned after the region), and the
+    re-allocation idiom: a trace input freed during the capture (in the region, or by the
+    captured work: a model freeing its input) and a tensor allocated in its place later in
+    the region and kept as the next input (neither TRC302 nor TRC301).
 
     ## Why is this bad?
     Replay reads and writes the exact buffers recorded at capture. Once one is freed, the

@@ -289,9 +289,14 @@ def class_bindings(node: cst.ClassDef) -> dict[str, list[Binding]]:
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 
 
-def _lambda_params(node: cst.Lambda) -> list[cst.Param]:
-    params = node.params
-    out = [*params.posonly_params, *params.params, *params.kwonly_params]
+def named_parameters(params: cst.Parameters) -> list[cst.Param]:
+    """A signature's parameters that take a name: positional-only, ordinary, keyword-only."""
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def parameters(params: cst.Parameters) -> list[cst.Param]:
+    """Every parameter a signature binds, `*args` and `**kwargs` last."""
+    out = named_parameters(params)
     out.extend(star for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param))
     return out
 
@@ -328,7 +333,7 @@ class ScopeBindings:
             elif kind is cst.CompFor:
                 self._nested_names.update(target_names(n.target))
             elif kind is cst.Lambda and n is not function.node:
-                self._nested_names.update(p.name.value for p in _lambda_params(n))
+                self._nested_names.update(p.name.value for p in parameters(n.params))
         self.graph: ControlFlowGraph = function.cfg
         self._collect()
 
@@ -365,7 +370,7 @@ class ScopeBindings:
                             return self._nested_binding(name, "comprehension", clause, clause.iter if plain else None)
                         clause = clause.inner_for_in
             elif kind is cst.Lambda and below is current.body:
-                for param in _lambda_params(current):
+                for param in parameters(current.params):
                     if param.name.value == name:
                         return self._nested_binding(name, "lambda", param)
             elif kind is cst.FunctionDef or kind is cst.ClassDef:
@@ -423,13 +428,8 @@ class ScopeBindings:
     def _collect(self) -> None:
         node = self.function.node
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-            params = node.params
-            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            for param in parameters(node.params):
                 self._binding(param.name.value, "param", param)
-            if isinstance(node, cst.FunctionDef):
-                for star in (params.star_arg, params.star_kwarg):
-                    if isinstance(star, cst.Param):
-                        self._binding(star.name.value, "param", star)
         # The graph's order is source order; a `finally` body's second copy binds the same.
         done: dict[int, list[Binding]] = {}
         gen = self._gen

@@ -16,7 +16,7 @@ from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children
-from .bindings import assignment_targets, target_path
+from .bindings import assignment_targets, named_parameters, target_path
 
 @dataclass(frozen=True)
 class Target:
@@ -338,7 +338,7 @@ class CallResolver:
         to a capture helper or called from captured code."""
         key = id(node)
         if key not in self._lambdas:
-            params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+            params = [p.name.value for p in named_parameters(node.params)]
             prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
             info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params, cls=None)  # type: ignore[arg-type]
             stack: list[cst.CSTNode] = [node.body]

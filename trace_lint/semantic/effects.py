@@ -25,7 +25,7 @@ import libcst as cst
 from ..core.api_tables import tables
 from .calls import CallResolver, Target
 from .project import FunctionInfo
-from .bindings import assignment_targets, target_leaves
+from .bindings import assignment_targets, named_parameters, target_leaves
 from .receivers import receiver_parameter
 from .summaries import FixedPoint, Summaries
 
@@ -249,7 +249,7 @@ class Effects:
         if cached is not None:
             return cached
         self._from_factory[key] = False  # recursion through the callers resolves to nothing
-        param = next((p for p in _all_params(function) if p.name.value == parameter), None)
+        param = next((p for p in named_parameters(function.node.params) if p.name.value == parameter), None)
         found = param is not None and param.annotation is None
         sites = 0
         for call, caller, _module in self.resolver.spelled_calls(function) if found else ():
@@ -268,11 +268,6 @@ class Effects:
         result = found and sites > 0
         self._from_factory[key] = result
         return result
-
-
-def _all_params(function: FunctionInfo) -> list[cst.Param]:
-    parameters = function.node.params
-    return [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
 
 
 def _self_attribute_called(func: cst.Attribute, function: FunctionInfo) -> Optional[str]:

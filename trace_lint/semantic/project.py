@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..core.file_facts import ActiveFacts
 from ..frontend import syntax_limits
-from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, outline_bindings, target_names
+from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, outline_bindings, parameters, target_names
 from .cfg import ControlFlowGraph
 from .receivers import receiver_parameter
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
@@ -986,10 +986,7 @@ class _Collector:
         qualname = ".".join([*self.scope, node.name.value])
         parent = self.function_stack[-1] if self.function_stack else None
         cls = self.enclosing[-1] if self.enclosing and isinstance(self.enclosing[-1], ClassInfo) else None
-        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
-        for star in (node.params.star_arg, node.params.star_kwarg):
-            if isinstance(star, cst.Param):
-                params.append(star.name.value)
+        params = [p.name.value for p in parameters(node.params)]
         info = FunctionInfo(node.name.value, qualname, node, self.module, cls=cls, parent=parent, params=params)
         info.declared_captured = self._has_captured_comment(node)
         self.module.function_by_node[id(node)] = info

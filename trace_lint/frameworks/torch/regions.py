@@ -18,7 +18,7 @@ import libcst as cst
 
 from ...core.api_tables import tables
 from ...semantic.calls import CallResolver
-from ...semantic.bindings import assignment_targets, target_names
+from ...semantic.bindings import assignment_targets, named_parameters, target_names
 from ...semantic.project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from ...semantic.receivers import receiver_parameter
 from ..region import Region
@@ -49,8 +49,7 @@ def _single_bindings(function: FunctionInfo) -> dict[str, Optional[cst.BaseExpre
 
 
 def _annotation_of(function: FunctionInfo, name: str) -> Optional[cst.BaseExpression]:
-    params = function.node.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+    for param in named_parameters(function.node.params):
         if param.name.value == name and param.annotation is not None:
             return param.annotation.annotation
     return None
