@@ -130,3 +130,25 @@ def test_one_flattener_for_libcst_targets():
     target = cst.parse_statement("a, (self.b, *c), d[0] = v").body[0].targets[0].target
     assert [cst.Module([]).code_for_node(t) for t in target_leaves(target)] == ["a", "self.b", "c", "d[0]"]
     assert target_names(target) == ["a", "c"]
+
+
+def test_a_lambdas_star_parameters_bind_in_its_own_scope(tmp_path):
+    # A lambda analysed as a function of its own (captured work handed to a helper) binds
+    # `*rest` and `**kw` as parameters, as a def does; they do not fall through to the
+    # enclosing function's `rest`.
+    from trace_lint.semantic.calls import CallResolver
+
+    project = make_project(tmp_path, {"m.py": textwrap.dedent(
+        """
+        def f(rest):
+            h = lambda y, *rest, **kw: (y, rest, kw)
+            return h
+        """
+    )})
+    fn = function(project, "m.py", "f")
+    lam = next(n for n in fn.nodes if isinstance(n, cst.Lambda))
+    own = CallResolver(project).lambda_function(lam, fn.module, fn)
+    reads = {n.value: n for n in own.nodes if type(n) is cst.Name and fn.module.parent(n) is not None and type(fn.module.parent(n)) is cst.Element}
+    assert {name: [b.kind for b in own.bindings.reaching(name, node)] for name, node in reads.items()} == {
+        "y": ["param"], "rest": ["param"], "kw": ["param"],
+    }
