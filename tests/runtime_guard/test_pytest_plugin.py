@@ -223,10 +223,13 @@ def test_empty_capture(device, trace_guard):
 """
 
 
-@pytest.mark.skipif(
+# A mark on a helper does nothing: each test that runs the real ttnn carries it.
+needs_ttnn_mock = pytest.mark.skipif(
     not os.environ.get("TRACE_LINT_TTNN_PYTHON") or not os.environ.get("TT_METAL_MOCK_CLUSTER_DESC_PATH"),
     reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
 )
+
+
 def run_real_pytest(tmp_path: Path, name: str, text: str, *options: str) -> subprocess.CompletedProcess:
     """Run `text` as the test file `name` with the real ttnn's python and pytest (the plugin on)."""
     (tmp_path / name).write_text(text)
@@ -240,6 +243,7 @@ def run_real_pytest(tmp_path: Path, name: str, text: str, *options: str) -> subp
     )
 
 
+@needs_ttnn_mock
 def test_plugin_on_real_ttnn_mock_device(tmp_path):
     proc = run_real_pytest(tmp_path, "test_real.py", REAL_TTNN_TEST, "--trace-guard")
     out = proc.stdout
@@ -275,10 +279,7 @@ def test_forgets_end(device):
 """
 
 
-@pytest.mark.skipif(
-    not os.environ.get("TRACE_LINT_TTNN_PYTHON") or not os.environ.get("TT_METAL_MOCK_CLUSTER_DESC_PATH"),
-    reason="TRACE_LINT_TTNN_PYTHON / TT_METAL_MOCK_CLUSTER_DESC_PATH not set (scripts/setup_ttnn_mock.sh)",
-)
+@needs_ttnn_mock
 def test_plugin_fails_the_test_that_leaves_a_capture_open_on_the_mock_device(tmp_path):
     proc = run_real_pytest(tmp_path, "test_real.py", REAL_TTNN_LEAVES_OPEN, "--trace-guard")
     out = proc.stdout
