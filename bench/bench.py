@@ -243,7 +243,7 @@ def unread_file(cache: Path, root: Path) -> Optional[Path]:
     records = sorted(cache.glob("analysis-*.json"), key=lambda p: p.stat().st_mtime)
     if not records:
         return None
-    record = json.loads(records[-1].read_text())
+    record = json.loads(records[-1].read_text().partition("\n")[2])  # the payload, below the entry's header line
     read = {display for group in record["groups"] for display in group["dependent"]}
     unread = sorted(set(record["hashes"]) - read)
     return root / unread[0] if unread else None

@@ -13,6 +13,8 @@ import pytest
 
 from trace_lint.capture import engine as engine_module
 from trace_lint.driver.cache import ResultCache
+
+from .cache_entries import payload, resealed
 from trace_lint.driver.checker import check
 from trace_lint.core.config import load_settings
 
@@ -209,22 +211,26 @@ def test_every_edit_of_every_fixture_file_gives_the_uncached_findings(fixture, g
     assert reused > 0 and rerun > 0
 
 
-def _seal(data: dict) -> str:
-    from trace_lint.driver.cache import findings_digest
-
-    data["digest"] = findings_digest([data[k] for k in ("hashes", "groups", "facts")])
-    return json.dumps(data)
+def _seal(text: str, **changes) -> str:
+    """The record with fields of its payload changed, sealed again (a matching digest)."""
+    return resealed(text, lambda data: data.update(changes))
 
 
 def _first_group(text: str, **changes) -> str:
-    """The record with its first group changed, sealed again (a well-formed digest)."""
-    data = json.loads(text)
-    data["groups"] = [dict(data["groups"][0], **changes), *data["groups"][1:]]
-    return _seal(data)
+    """The record with its first group changed, sealed again (a matching digest)."""
+    data = payload(text)
+    return _seal(text, groups=[dict(data["groups"][0], **changes), *data["groups"][1:]])
 
 
 def _group(text: str) -> dict:
-    return json.loads(text)["groups"][0]
+    return payload(text)["groups"][0]
+
+
+def _dropped_finding(text: str) -> str:
+    """The first group without its first finding, the header (and its digest) as it was."""
+    data = payload(text)
+    data["groups"] = [dict(data["groups"][0], findings=data["groups"][0]["findings"][1:]), *data["groups"][1:]]
+    return text.partition("\n")[0] + "\n" + json.dumps(data, separators=(",", ":"))
 
 
 RECORD_FAULTS = {
@@ -232,24 +238,49 @@ RECORD_FAULTS = {
     "not json": lambda text: "{not json",
     "deeply nested": lambda text: "[" * 100_000 + "]" * 100_000,
     "digest flipped": lambda text: text.replace('"digest":"', '"digest":"0'),
-    "a finding dropped, digest not resealed": lambda text: json.dumps(
-        dict(json.loads(text), groups=[dict(_group(text), findings=_group(text)["findings"][1:])])
-    ),
-    "a hash that is not hex": lambda text: _seal(dict(json.loads(text), hashes={k: "zz" for k in json.loads(text)["hashes"]})),
-    "a file missing from the hashes": lambda text: _seal(dict(json.loads(text), hashes=dict(list(json.loads(text)["hashes"].items())[1:]))),
+    "a finding dropped, digest not resealed": _dropped_finding,
+    "a hash that is not hex": lambda text: _seal(text, hashes={k: "zz" for k in payload(text)["hashes"]}),
+    "a file missing from the hashes": lambda text: _seal(text, hashes=dict(list(payload(text)["hashes"].items())[1:])),
     "a dependent file outside the run": lambda text: _first_group(text, dependent=["elsewhere.py"]),
     "a member outside the run": lambda text: _first_group(text, members=["elsewhere.py"]),
     "capture kinds that are not a list": lambda text: _first_group(text, kinds={"pkg/model.py": "ttnn"}),
-    "groups not a list": lambda text: _seal(dict(json.loads(text), groups=_group(text))),
+    "groups not a list": lambda text: _seal(text, groups=_group(text)),
     "tokens that are not text": lambda text: _first_group(text, tokens=[1, 2]),
     "calls not a list": lambda text: _first_group(text, calls="capture"),
     "a finding with an unknown code": lambda text: _first_group(text, findings=[dict(_group(text)["findings"][0], code="XYZ1")]),
-    "suppression facts with a line 0": lambda text: _seal(dict(json.loads(text), facts={k: [None, [[0, 1]]] for k in json.loads(text)["facts"]})),
-    "suppression facts for a file outside the run": lambda text: _seal(dict(json.loads(text), facts={"elsewhere.py": [None, []]})),
-    "an extra key": lambda text: _seal(dict(json.loads(text), extra=1)),
+    "suppression facts with a line 0": lambda text: _seal(text, facts={k: [None, [[0, 1]]] for k in payload(text)["facts"]}),
+    "suppression facts for a file outside the run": lambda text: _seal(text, facts={"elsewhere.py": [None, []]}),
+    "an extra key": lambda text: _seal(text, extra=1),
     "an extra key in a group": lambda text: _first_group(text, extra=1),
-    "another version": lambda text: _seal(dict(json.loads(text), version="0.0.0-other")),
+    "another version": lambda text: resealed(text, version="0.0.0-other"),
+    "reported findings of another file": lambda text: _seal(text, reported=_reported_elsewhere(text)),
+    "reported findings that are not a map": lambda text: _seal(text, reported=[]),
 }
+
+
+def _reported_elsewhere(text: str) -> dict:
+    """What the record says each file reports, with one file's list said of another file."""
+    data = payload(text)
+    findings = [finding for group in data["groups"] for finding in group["findings"]]
+    assert findings, "the project must have findings for this fault to mean anything"
+    displays = sorted(data["hashes"])
+    other = next(display for display in displays if display != findings[0]["filename"])
+    return {**{display: None for display in displays}, other: [findings[0]]}
+
+
+def test_a_resealed_record_with_nothing_changed_is_reused(project, tmp_path, monkeypatch):
+    """The control for the faults below: resealing alone makes no record bad."""
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    for entry in (tmp_path / "cache").glob("results-*.json"):
+        entry.unlink()
+    (record,) = (tmp_path / "cache").glob("analysis-*.json")
+    record.write_text(resealed(record.read_text()))
+    (project / "pkg" / "plain.py").write_text(PLAIN + "\n# edited\n")
+    runs = EngineRuns(monkeypatch)
+    assert _run([project], project, cache) == _run([project], project)
+    assert runs.count < 2
+    assert not cache.last_rejection
 
 
 @pytest.mark.parametrize("fault", sorted(RECORD_FAULTS))
@@ -369,7 +400,7 @@ def _captures_project(root: Path, count: int) -> Path:
 
 def _groups_of_record(cache_folder: Path) -> list[list[str]]:
     newest = max(cache_folder.glob("analysis-*.json"), key=lambda p: p.stat().st_mtime_ns)
-    return [group["members"] for group in json.loads(newest.read_text())["groups"]]
+    return [group["members"] for group in payload(newest.read_text())["groups"]]
 
 
 def test_an_edit_reruns_only_the_groups_it_touches(tmp_path, monkeypatch):

@@ -13,12 +13,14 @@ import pytest
 
 from trace_lint import __version__
 from trace_lint.driver import cache as cache_module
-from trace_lint.driver.cache import ResultCache, findings_digest
+from trace_lint.driver.cache import ResultCache
 from trace_lint.driver.checker import check
 from trace_lint.core.config import load_settings
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from gen_tree import generate  # noqa: E402
+
+from .cache_entries import payload, resealed, resealed_text  # noqa: E402
 
 
 def _dump(result):
@@ -70,12 +72,9 @@ def test_a_valid_entry_is_served(tmp_path, tree, plain):
 
 
 def _rewrite(entry: Path, change) -> None:
-    """Change the parsed entry and seal it with a correct digest: only the field checks can
-    catch it."""
-    data = json.loads(entry.read_text())
-    change(data)
-    data["digest"] = findings_digest(data["findings"])
-    entry.write_text(json.dumps(data))
+    """Change the entry's payload and seal it with a correct digest: only the field checks
+    can catch it."""
+    entry.write_text(resealed(entry.read_text(), change))
 
 
 def _first(data):
@@ -108,8 +107,7 @@ SEALED = {
     "files checked wrong": lambda d: d.update(files_checked=d["files_checked"] + 1),
     "files checked boolean": lambda d: d.update(files_checked=True),
     "findings not a list": lambda d: d.update(findings={"a": 1}),
-    "wrong version": lambda d: d.update(version="0.0.0-other"),
-    "wrong format": lambda d: d.update(format=1),
+    "a header field in the payload": lambda d: d.update(version=__version__),
     "deep nesting inside a finding": lambda d: _first(d).update(chains=json.loads("[" * 500 + "]" * 500)),
 }
 
@@ -125,17 +123,25 @@ def _text_faults(entry: Path) -> dict:
         "null": "null",
         "deeply nested": "[" * 200_000 + "]" * 200_000,
         "deeply nested object": '{"format": 2, "findings": ' + '{"a":' * 100_000 + "1" + "}" * 100_000 + "}",
-        "huge numbers": good.replace('"files_checked":', '"files_checked":' + "9" * 5000 + ",\"x\":"),
+        "huge numbers": resealed_text(good, good.partition("\n")[2].replace('"files_checked":', '"files_checked":' + "9" * 5000 + ",\"x\":")),
         "digest flipped": good.replace('"digest":"', '"digest":"0'),
         "a finding dropped by hand": _dropped(good),
         "old format 1": json.dumps({"format": 1, "version": __version__, "key": key, "files_checked": 6, "findings": []}),
+        "format 4 (one object, the digest inside)": json.dumps({"format": 4, "version": __version__, "key": key, **payload(good), "digest": "0" * 32}),
+        "no header line": good.partition("\n")[2],
+        "wrong version": resealed(good, version="0.0.0-other"),
+        "wrong format": resealed(good, format=1),
+        "another key": resealed(good, key="0" * 40),
+        "a header with an extra field": resealed(good, extra=1),
     }
 
 
 def _dropped(good: str) -> str:
-    data = json.loads(good)
+    """The payload without its first finding, the header (and its digest) as it was."""
+    head, _, body = good.partition("\n")
+    data = json.loads(body)
     data["findings"] = data["findings"][1:]
-    return json.dumps(data)
+    return head + "\n" + json.dumps(data, separators=(",", ":"))
 
 
 def _check_recovers(tmp_path, tree, plain, cache: ResultCache):
@@ -154,7 +160,23 @@ def test_entries_with_wrong_fields_are_rebuilt(tmp_path, tree, plain, fault):
     _check_recovers(tmp_path, tree, plain, cache)
 
 
-@pytest.mark.parametrize("fault", ["truncated", "empty", "not json", "a list", "null", "deeply nested", "deeply nested object", "huge numbers", "digest flipped", "a finding dropped by hand", "old format 1"])
+TEXT_FAULTS = [
+    "truncated", "empty", "not json", "a list", "null", "deeply nested", "deeply nested object", "huge numbers", "digest flipped",
+    "a finding dropped by hand", "old format 1", "format 4 (one object, the digest inside)", "no header line", "wrong version",
+    "wrong format", "another key", "a header with an extra field",
+]
+
+
+def test_a_resealed_entry_with_nothing_changed_is_served(tmp_path, tree, plain):
+    """The control for the faults below: resealing alone makes no entry bad."""
+    cache, entry = _filled(tmp_path, tree)
+    entry.write_text(resealed(entry.read_text()))
+    loads = Loads(cache)
+    assert _dump(check([tree], load_settings(tree), cache=cache)) == plain
+    assert loads.hits == 1 and not loads.rejections
+
+
+@pytest.mark.parametrize("fault", TEXT_FAULTS)
 def test_damaged_entries_are_rebuilt(tmp_path, tree, plain, fault):
     cache, entry = _filled(tmp_path, tree)
     entry.write_text(_text_faults(entry)[fault])

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from trace_lint.core.config import load_settings
-from trace_lint.driver.cache import ResultCache, admissions_key, findings_digest
+from trace_lint.driver.cache import ResultCache, admissions_key
 from trace_lint.driver.checker import check
 from trace_lint.frameworks import prefilter_for
 from trace_lint.frontend.prefilter import Prefilter
 
+from .cache_entries import header, payload, resealed
 from .test_analysis_reuse import _project
 
 
@@ -76,8 +77,9 @@ def test_after_an_edit_only_the_edited_file_is_asked(project, tmp_path, monkeypa
 def test_every_stored_answer_is_the_prefilters(project, tmp_path):
     _findings(project, ResultCache(tmp_path / "cache"))
     prefilter = prefilter_for(load_settings(project))
-    entry = json.loads(_entry(tmp_path).read_text())
-    assert entry["key"] == admissions_key(prefilter)
+    text = _entry(tmp_path).read_text()
+    entry = payload(text)
+    assert header(text)["key"] == admissions_key(prefilter)
     stored = {name: admitted for _content, name, _package, admitted in entry["entries"]}
     files = {"pkg": project / "pkg" / "__init__.py", **{f"pkg.{p.stem}": p for p in (project / "pkg").glob("*.py") if p.stem != "__init__"}}
     assert stored.keys() == files.keys()
@@ -85,23 +87,22 @@ def test_every_stored_answer_is_the_prefilters(project, tmp_path):
     assert sorted(name for name, admitted in stored.items() if admitted) == ["pkg.runner"]
 
 
-def _reseal(text: str, **changes) -> str:
-    entry = dict(json.loads(text), **changes)
-    entry["digest"] = findings_digest(entry["entries"])
-    return json.dumps(entry)
+def _reseal(text: str, key=None, **changes) -> str:
+    """The entry with its payload's fields changed (a new `key` in its header), sealed again."""
+    return resealed(text, lambda entry: entry.update(changes), **({} if key is None else {"key": key}))
 
 
 def _flipped(text: str) -> str:
-    entry = json.loads(text)
+    entry = payload(text)
     entry["entries"] = [[c, n, p, not a] for c, n, p, a in entry["entries"]]
-    return json.dumps(entry)
+    return text.partition("\n")[0] + "\n" + json.dumps(entry)
 
 
 ENTRY_FAULTS = {
     "torn": lambda text: text[: len(text) // 2],
     "answers flipped, digest kept": _flipped,
-    "a hash that is no hash": lambda text: _reseal(text, entries=[["xyz", n, p, a] for _c, n, p, a in json.loads(text)["entries"]]),
-    "an answer that is no bool": lambda text: _reseal(text, entries=[[c, n, p, 1] for c, n, p, _a in json.loads(text)["entries"]]),
+    "a hash that is no hash": lambda text: _reseal(text, entries=[["xyz", n, p, a] for _c, n, p, a in payload(text)["entries"]]),
+    "an answer that is no bool": lambda text: _reseal(text, entries=[[c, n, p, 1] for c, n, p, _a in payload(text)["entries"]]),
     "another key": lambda text: _reseal(text, key="0" * 40),
     "an extra key": lambda text: _reseal(text, extra=1),
 }
@@ -178,7 +179,7 @@ def test_every_stored_scan_is_the_scanners(tmp_path, monkeypatch):
     monkeypatch.chdir(root)
     found = _findings(root, ResultCache(tmp_path / "cache"))
     assert ("pkg/nested.py", 6, "TRC001", []) in found[0]
-    entries = json.loads(_scans_entry(tmp_path).read_text())["entries"]
+    entries = payload(_scans_entry(tmp_path).read_text())["entries"]
     texts = {text_digest(p.read_text()): p.name for p in (root / "pkg").glob("*.py")}
     stored = {texts[digest]: (refusal, edits, reduced) for digest, refusal, edits, reduced in entries}
     assert {"nested.py", "tabbed.py", "runner.py", "model.py"} <= stored.keys()
@@ -208,17 +209,17 @@ def test_a_run_scans_only_texts_it_has_not_seen(tmp_path, monkeypatch):
 
 
 def _refusal_added(text: str) -> str:
-    entry = json.loads(text)
+    entry = payload(text)
     entry["entries"] = [[d, ["made up", 1, 1], e, r] for d, _refusal, e, r in entry["entries"]]
-    return json.dumps(entry)
+    return text.partition("\n")[0] + "\n" + json.dumps(entry)
 
 
 SCAN_FAULTS = {
     "torn": lambda text: text[: len(text) // 2],
     "a refusal added, digest kept": _refusal_added,
-    "an edit of no kind": lambda text: _reseal(text, entries=[[d, f, [[0, 1, "shout"]], r] for d, f, _e, r in json.loads(text)["entries"]]),
-    "an edit ending before its start": lambda text: _reseal(text, entries=[[d, f, [[5, 1, "space"]], r] for d, f, _e, r in json.loads(text)["entries"]]),
-    "a refusal at line 0": lambda text: _reseal(text, entries=[[d, ["x", 0, 1], e, r] for d, _f, e, r in json.loads(text)["entries"]]),
+    "an edit of no kind": lambda text: _reseal(text, entries=[[d, f, [[0, 1, "shout"]], r] for d, f, _e, r in payload(text)["entries"]]),
+    "an edit ending before its start": lambda text: _reseal(text, entries=[[d, f, [[5, 1, "space"]], r] for d, f, _e, r in payload(text)["entries"]]),
+    "a refusal at line 0": lambda text: _reseal(text, entries=[[d, ["x", 0, 1], e, r] for d, _f, e, r in payload(text)["entries"]]),
 }
 
 
@@ -283,7 +284,7 @@ def test_every_stored_outline_is_what_loading_reads(tmp_path, monkeypatch):
     _findings(root, ResultCache(tmp_path / "cache"))
     from trace_lint.driver.cache import FACT_CODECS
 
-    stored = dict(FACT_CODECS["outlines"][1](item) for item in json.loads(_outlines_entry(tmp_path).read_text())["entries"])
+    stored = dict(FACT_CODECS["outlines"][1](item) for item in payload(_outlines_entry(tmp_path).read_text())["entries"])
     files = {(text_digest(p.read_text()), p) for p in root.rglob("*.py")}
     seen = set()
     for (digest, names, package), facts in stored.items():
@@ -328,17 +329,16 @@ def test_a_run_outlines_only_texts_it_has_not_seen(tmp_path, monkeypatch):
 
 
 def _owner_out_of_range(text: str) -> str:
-    entry = json.loads(text)
+    entry = payload(text)
     for item in entry["entries"]:
         item[4] = {name: 99 for name in item[4]}
-    entry["digest"] = findings_digest(entry["entries"])
-    return json.dumps(entry)
+    return resealed(text, replace=entry)
 
 
 OUTLINE_FAULTS = {
     "torn": lambda text: text[: len(text) // 2],
-    "a binding of no kind": lambda text: _reseal(text, entries=[[*item[:8], {"x": [["shout", None, False, False]]}, *item[9:]] for item in json.loads(text)["entries"]]),
-    "a span past the text": lambda text: _reseal(text, entries=[[*item[:3], [[1, 10**6]], *item[4:]] for item in json.loads(text)["entries"]]),
+    "a binding of no kind": lambda text: _reseal(text, entries=[[*item[:8], {"x": [["shout", None, False, False]]}, *item[9:]] for item in payload(text)["entries"]]),
+    "a span past the text": lambda text: _reseal(text, entries=[[*item[:3], [[1, 10**6]], *item[4:]] for item in payload(text)["entries"]]),
     "an owner past the chunks": _owner_out_of_range,
 }
 

@@ -28,6 +28,7 @@ from trace_lint.core.file_facts import content_digest  # noqa: E402
 from trace_lint.lsp.framing import dispatch  # noqa: E402
 from trace_lint.lsp.server import create_server  # noqa: E402
 
+from .cache_entries import payload  # noqa: E402
 from .cli_helpers import run_cli  # noqa: E402
 from .test_lsp import WAIT_LIMIT, _recording_client, open_document, replace_text  # noqa: E402
 
@@ -262,7 +263,7 @@ async def test_an_edit_parses_only_what_changed(tmp_path: Path, monkeypatch: pyt
         # The check's cache entries are written once its diagnostics are out: the CLI
         # finds the analysis of the edited text.
         server._executor.submit(lambda: None).result(timeout=60)
-        recorded = [json.loads(p.read_text())["hashes"] for p in (tmp_path / ".trace-lint-cache").glob("analysis-*.json")]
+        recorded = [payload(p.read_text())["hashes"] for p in (tmp_path / ".trace-lint-cache").glob("analysis-*.json")]
         assert any(content_digest(edited.encode()) in hashes.values() for hashes in recorded)
     finally:
         server._executor.shutdown(wait=True)

@@ -22,6 +22,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from gen_tree import generate  # noqa: E402
 
+from .cache_entries import header  # noqa: E402
+
 
 def _dump(findings) -> list[dict]:
     return [f.to_json() for f in findings]
@@ -169,7 +171,7 @@ def test_damaged_or_foreign_cache_is_rebuilt(tmp_path, damage):
     entry.write_text(damage.replace("%s", key).replace("%v", __version__))
     again = check([tree], settings, cache=cache)
     assert _dump(again.findings) == _dump(good.findings)
-    assert json.loads(entry.read_text())["version"] == __version__  # rewritten
+    assert header(entry.read_text())["version"] == __version__  # rewritten
 
 
 @pytest.mark.parametrize("start", ["fork", "spawn"])

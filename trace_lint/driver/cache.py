@@ -21,11 +21,13 @@ see (most files of a model repository: no capture reaches them), or a run on one
 project checked before, reuses everything and only applies suppressions. Several records per project are
 kept, so undoing an edit finds the one from before it.
 
-Entries are JSON written to a temporary file and moved into place with `os.replace`, so
-concurrent runs never see half an entry. An entry is validated before it is served (a
-regular file of bounded size, the schema, every type and range, a digest, files of this run
-only); one that fails is ignored and rewritten, so a cached run always equals a `--no-cache`
-run. Nothing here imports libcst.
+Entries are a JSON header line (format, version, key, and the digest of the payload's
+bytes) over a JSON payload (`sealed`), written to a temporary file and moved into place with
+`os.replace`, so concurrent runs never see half an entry. An entry is validated before it is
+served (a regular file of bounded size, the header and the digest, the schema, every type
+and range, files of this run only); one that fails is ignored and rewritten, so a cached run
+always equals a `--no-cache` run. An analysis record's findings are checked and decoded only
+for the record a run uses (`ResultCache.complete`). Nothing here imports libcst.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from ..core.findings import Edit, Finding, Fix, Location, Related, attach_relate
 from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
-FORMAT = 4
+FORMAT = 5
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
@@ -150,6 +152,10 @@ class GroupRecord:
     searches: Searches
     findings: list[Finding]
     kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+    # The findings as stored, until `ResultCache.complete` decodes them (a run decodes only
+    # the record it uses), and then kept: writing the group again writes them as they were.
+    stored: Optional[list] = None
+    decoded: bool = True
 
     def touched(self, changed: dict[str, ChangedText], admitted: set[str]) -> bool:
         """Whether a changed file (display path -> its text now) can change what this
@@ -183,6 +189,10 @@ class AnalysisRecord:
     reported: Optional[dict[str, list[Finding]]] = None
     # Read back by this run and found to match every file the analysis read (not stored).
     reused: bool = False
+    # The display paths it was checked against and `reported` as stored, until
+    # `ResultCache.complete` decodes its findings.
+    files: frozenset = frozenset()
+    stored_reported: Optional[dict] = None
 
     def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
         """(indexes of the groups this run must analyse again, admitted files no group
@@ -232,12 +242,6 @@ def finding_to_data(finding: Finding) -> dict:
     }
 
 
-def findings_digest(findings_data: list) -> str:
-    """Guards the findings against damage (a torn write, a flipped byte, an edit by hand)."""
-    text = json.dumps(findings_data, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
-    return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
-
-
 class BadEntry(ValueError):
     """A cache entry that must not be served."""
 
@@ -254,24 +258,41 @@ SEVERITIES = frozenset({"error", "warning", "info", "hint"})
 APPLICABILITIES = frozenset({"safe", "unsafe", "display-only"})
 FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_location", "severity", "noqa_row", "chains", "fix", "help"})
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
-ENTRY_KEYS = frozenset({"format", "version", "key", "files_checked", "digest", "findings"})
-ANALYSIS_KEYS = frozenset({"format", "version", "key", "hashes", "groups", "facts", "reported", "digest"})
+ENTRY_KEYS = frozenset({"files_checked", "findings"})
+ANALYSIS_KEYS = frozenset({"hashes", "groups", "facts", "reported"})
 GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
 
+HEADER_KEYS = frozenset({"format", "version", "key", "digest"})
+
+
+def payload_digest(payload: bytes) -> str:
+    """Guards an entry's payload against damage (a torn write, a flipped byte, an edit by hand)."""
+    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+
+
+def sealed(key: str, fields: dict) -> bytes:
+    """An entry's bytes: a header line (this format, version and key, and the digest of the
+    payload's bytes), then the payload, `fields` as JSON. The digest is of bytes, so reading
+    an entry never encodes it again."""
+    payload = json.dumps(fields, separators=(",", ":")).encode("ascii")  # the C encoder
+    header = {"format": FORMAT, "version": __version__, "key": key, "digest": payload_digest(payload)}
+    return json.dumps(header, separators=(",", ":")).encode("ascii") + b"\n" + payload
+
+
 def _opened(data: bytes, keys: frozenset, key: str) -> dict:
-    """An entry's JSON with exactly `keys`, of this format, version and key."""
-    entry = _keys(json.loads(data.decode("utf-8")), keys)
-    if entry["format"] != FORMAT or entry["version"] != __version__ or entry["key"] != key:
+    """The payload of an entry (`sealed`) of this format, version and key, whose digest
+    matches, with exactly `keys`."""
+    head, newline, payload = data.partition(b"\n")
+    if not newline:
+        raise BadEntry("no header line")
+    header = _keys(json.loads(head.decode("utf-8")), HEADER_KEYS)
+    if header["format"] != FORMAT or header["version"] != __version__ or header["key"] != key:
         raise BadEntry("an entry of another version or key")
-    return entry
-
-
-def _headed(key: str, **fields) -> dict:
-    """An entry to write: the header `_opened` checks (this format, version and key), then
-    `fields`."""
-    return {"format": FORMAT, "version": __version__, "key": key, **fields}
+    if header["digest"] != payload_digest(payload):
+        raise BadEntry("a payload that does not match its digest")
+    return _keys(json.loads(payload.decode("utf-8")), keys)
 
 
 def _int(value, lowest: int) -> int:
@@ -405,10 +426,10 @@ def _group(value, files: frozenset) -> GroupRecord:
         if display not in files:
             raise BadEntry("capture kinds of a file outside the run")
         kinds[(display, _text(qualname))] = frozenset(_text(name) for name in _list(names, MAX_INT))
-    findings = [finding_from_data(item, files) for item in _list(value["findings"], MAX_INT)]
     # Tokens are bytes; latin-1 maps each byte to one character and back.
     searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
-    return GroupRecord(_paths(value["members"], files), set(_paths(value["dependent"], files)), searches, findings, kinds)
+    members, dependent = _paths(value["members"], files), set(_paths(value["dependent"], files))
+    return GroupRecord(members, dependent, searches, [], kinds, stored=_list(value["findings"], MAX_INT), decoded=False)
 
 
 def _group_data(group: GroupRecord) -> dict:
@@ -419,11 +440,11 @@ def _group_data(group: GroupRecord) -> dict:
         "calls": sorted(group.searches.calls),
         "defs": sorted(group.searches.defs),
         "kinds": sorted([display, qualname, sorted(kinds)] for (display, qualname), kinds in group.kinds.items()),
-        "findings": [finding_to_data(f) for f in group.findings],
+        "findings": group.stored if group.stored is not None else [finding_to_data(f) for f in group.findings],
     }
 
 
-FACTS_KEYS = frozenset({"format", "version", "key", "entries", "digest"})
+FACTS_KEYS = frozenset({"entries"})
 
 
 def _admission_item(item) -> tuple[tuple[str, str, bool], bool]:
@@ -569,10 +590,7 @@ class ResultCache:
         files_checked = _int(entry["files_checked"], 0)
         if expected is not None and files_checked != expected:
             raise BadEntry("another number of files")
-        items = _list(entry["findings"], MAX_INT)
-        if entry["digest"] != findings_digest(items):
-            raise BadEntry("findings that do not match their digest")
-        findings = [finding_from_data(item, files) for item in items]
+        findings = [finding_from_data(item, files) for item in _list(entry["findings"], MAX_INT)]
         for finding in findings:
             attach_related(finding)
         order = [finding.sort_key() for finding in findings]
@@ -582,16 +600,15 @@ class ResultCache:
 
     def store(self, key: str, findings: list[Finding], files_checked: int) -> None:
         """Write atomically; a cache that cannot be written is no error (the run stands)."""
-        items = [finding_to_data(f) for f in findings]
-        data = _headed(key, files_checked=files_checked, findings=items, digest=findings_digest(items))
-        self._write(self._entry(key), data, "results-*.json")
+        data = {"files_checked": files_checked, "findings": [finding_to_data(f) for f in findings]}
+        self._write(self._entry(key), sealed(key, data), "results-*.json")
 
-    def _write(self, path: Path, data: dict, pattern: str) -> None:
+    def _write(self, path: Path, data: bytes, pattern: str) -> None:
         """Write atomically; a cache that cannot be written is no error (the run stands)."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()
-            write_atomically(path, json.dumps(data, separators=(",", ":")))  # the C encoder; dump() streams in Python
+            write_atomically(path, data.decode("ascii"))
             self._prune(pattern)
         except OSError:
             pass
@@ -611,16 +628,12 @@ class ResultCache:
 
     def _decode_facts(self, data: bytes, key: str, decode_item) -> FileFacts:
         entry = _opened(data, FACTS_KEYS, key)
-        items = _list(entry["entries"], MAX_INT)
-        if entry["digest"] != findings_digest(items):
-            raise BadEntry("facts that do not match their digest")
-        return FileFacts(dict(decode_item(item) for item in items))
+        return FileFacts(dict(decode_item(item) for item in _list(entry["entries"], MAX_INT)))
 
     def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
         encode_item = FACT_CODECS[kind][0]
         items = [encode_item(fact_key, value) for fact_key, value in facts.kept().items()]
-        data = _headed(key, entries=items, digest=findings_digest(items))
-        self._write(self._facts_entry(kind, key), data, f"{kind}-*.json")
+        self._write(self._facts_entry(kind, key), sealed(key, {"entries": items}), f"{kind}-*.json")
 
     # -- analysis records -------------------------------------------------------------------
     def _analysis_entry(self, key: str, hashes: dict[str, str]) -> Path:
@@ -654,16 +667,34 @@ class ResultCache:
                 yield record
 
     def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
+        """The record with its groups' findings and its reported findings as stored: `complete`
+        decodes them for the record a run uses."""
         entry = _opened(data, ANALYSIS_KEYS, key)
         hashes = entry["hashes"]
         if type(hashes) is not dict or hashes.keys() != files or not all(type(h) is str and HASH.fullmatch(h) for h in hashes.values()):
             raise BadEntry("bad content hashes")
-        groups, facts, reported = _list(entry["groups"], len(files) + 1), entry["facts"], entry["reported"]
-        if entry["digest"] != findings_digest([hashes, groups, facts, reported]):
-            raise BadEntry("a record that does not match its digest")
-        record = AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(facts, files))
-        record.reported = _reported(reported, files, record.findings)
+        groups, reported = _list(entry["groups"], len(files) + 1), entry["reported"]
+        if reported is not None and (type(reported) is not dict or not reported.keys() <= files):
+            raise BadEntry("bad reported findings")
+        record = AnalysisRecord(hashes, [_group(group, files) for group in groups], _facts(entry["facts"], files), files=files, stored_reported=reported)
         return record
+
+    def complete(self, record: AnalysisRecord) -> bool:
+        """Decode the findings of a record read back (its groups' and what it reported), checked
+        field by field; False for a record that must not be used (why goes to
+        `last_rejection`)."""
+        try:
+            for group in record.groups:
+                if not group.decoded:
+                    group.findings = [finding_from_data(item, record.files) for item in group.stored or []]
+                    group.decoded = True
+            if record.stored_reported is not None:
+                record.reported = _reported(record.stored_reported, record.files, record.findings)
+                record.stored_reported = None
+        except (BadEntry, ValueError, RecursionError, MemoryError) as error:
+            self.last_rejection = f"{type(error).__name__}: {error}"[:200]
+            return False
+        return True
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
         groups = [_group_data(group) for group in record.groups]
@@ -672,16 +703,15 @@ class ResultCache:
         if record.reported is not None:
             # A file whose suppressions and ignores change nothing (most) is stored as null:
             # what it reports is the engine's findings in it.
-            engine_data: dict[str, list[str]] = {}
+            engine: dict[str, list[Finding]] = {}
             for finding in record.findings:
-                engine_data.setdefault(finding.filename, []).append(json.dumps(finding_to_data(finding), sort_keys=True))
+                engine.setdefault(finding.filename, []).append(finding)
             reported = {}
             for display, found in record.reported.items():
-                items = [finding_to_data(f) for f in found]
-                same = sorted(json.dumps(item, sort_keys=True) for item in items) == sorted(engine_data.get(display, []))
-                reported[display] = None if same else items
-        data = _headed(key, hashes=record.hashes, groups=groups, facts=facts, reported=reported, digest=findings_digest([record.hashes, groups, facts, reported]))
-        self._write(self._analysis_entry(key, record.hashes), data, "analysis-*.json")
+                same = _same_findings(found, engine.get(display, []))
+                reported[display] = None if same else [finding_to_data(f) for f in found]
+        data = {"hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported}
+        self._write(self._analysis_entry(key, record.hashes), sealed(key, data), "analysis-*.json")
 
     def _mark_folder(self) -> None:
         mark_cache_folder(self.folder)
@@ -699,6 +729,15 @@ class ResultCache:
                 path.unlink()
             except OSError:
                 pass
+
+
+def _same_findings(found: list[Finding], engine: list[Finding]) -> bool:
+    """Whether a file reports exactly the engine's findings in it (as stored, in any order)."""
+    if len(found) != len(engine):
+        return False
+    if all(a is b for a, b in zip(found, engine)):
+        return True  # most files: the engine's own findings, none suppressed
+    return sorted(json.dumps(finding_to_data(f), sort_keys=True) for f in found) == sorted(json.dumps(finding_to_data(f), sort_keys=True) for f in engine)
 
 
 def searches_of(project):

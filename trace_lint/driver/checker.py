@@ -277,7 +277,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
         record_key, current = _analysis_inputs(settings, entries, hashes)
         records = list(cache.analysis_records(record_key, current))
-        settled = _settled(records, entries, raw, current, admitted, settings)
+        settled = _settled(records, entries, raw, current, admitted, settings, cache)
         if settled is not None:
             # Nothing the analysis read has changed, and every file this run reports on was
             # settled by the run that recorded it: neither libcst nor the rules are loaded.
@@ -351,7 +351,7 @@ def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckR
     return findings
 
 
-def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings) -> Optional[list[Finding]]:
+def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
     (`AnalysisRecord.reported`); None otherwise. `current`: each file's content hash. A named file the prefilter does not admit
@@ -364,7 +364,7 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
         plan = record.plan(current, data, admitted_paths)
         if plan is None:
             continue
-        if plan != ([], []) or record.reported is None:
+        if plan != ([], []) or not cache.complete(record) or record.reported is None:
             return None
         selected = {entry[2] for entry in entries if entry[4] & SELECTED}
         needed = selected | {f.filename for f in record.findings if _reported_elsewhere(f, selected)}
@@ -412,7 +412,7 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
     from ..frontend.prefilter import enabled as prefilter_enabled
 
     if cache is not None and admitted is not None and prefilter_enabled():
-        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, records)
+        return _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache, records)
     from ..capture.engine import Engine
     from ..rules import ALL_RULES
 
@@ -458,7 +458,7 @@ def _print_notes(notes: list[str]) -> None:
         print(f"trace-lint: {note}", file=sys.stderr)
 
 
-def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, records) -> tuple[list[Finding], dict, Optional[object]]:
+def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings, result, enabled, jobs, progress, cache, records) -> tuple[list[Finding], dict, Optional[object]]:
     """The engine's findings as the union of groups of candidate files, each analysed by its
     own engine run (`parallel.analyse_groups`), as a parallel run's shards are: sound where
     the groups agree on the kinds of capture that reach each function (else one engine run
@@ -474,14 +474,17 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
     previous, plan = None, None
     for record in records:
         found = record.plan(current, data, admitted_paths)
+        if found is None or (found != ([], []) and previous is not None):
+            continue
+        if not cache.complete(record):
+            continue  # a damaged record is never used
         if found == ([], []):
             # No file the engine's findings depend on has changed: the engine would find
             # the same (tests/test_analysis_reuse.py checks runs with and without it). The
             # record keeps its contents: later runs compare with them, which is as sound.
             record.reused = True
             return record.findings, record.facts, record
-        if found is not None and previous is None:
-            previous, plan = record, found
+        previous, plan = record, found
     index_of = {module.display_path: index for index, module in enumerate(modules)}
     kept: list[GroupRecord] = []
     if previous is not None and plan is not None:
