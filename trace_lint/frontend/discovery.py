@@ -302,10 +302,18 @@ def _walk(top: Path, excluder: _Excluder, result: Discovery, add) -> None:
 
 def display_path(path: Path) -> str:
     """Paths relative to the working directory where possible, as ruff prints them."""
+    text = str(path)
+    if not os.path.isabs(text) and _plain_relative(text):
+        return text  # what relpath gives: nothing to normalise
     try:
         return os.path.relpath(path)
     except ValueError:
-        return str(path)
+        return text
+
+
+def _plain_relative(text: str) -> bool:
+    """A relative path with no empty, `.` or `..` part (pathlib leaves `..` as written)."""
+    return all(part not in ("", ".", "..") for part in text.split(os.sep)) and (os.altsep is None or os.altsep not in text)
 
 
 def matches_per_file_glob(display: str, path: Path, glob: str, root: Path) -> bool:

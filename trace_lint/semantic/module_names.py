@@ -8,6 +8,7 @@ never by a file's stem.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -49,17 +50,26 @@ def _dotted(parts: Sequence[str]) -> str | None:
     return ".".join(parts) if parts and all(part.isidentifier() for part in parts) else None
 
 
+@lru_cache(maxsize=4096)
+def _folder_parts(folder: Path, roots: tuple[Path, ...]) -> tuple[tuple[str, ...], ...]:
+    """The folder's parts below each root that holds it, in the roots' order: memoized per
+    folder, since every file of a folder asks the same."""
+    found = []
+    for root in roots:
+        try:
+            found.append(folder.relative_to(root).parts)
+        except ValueError:
+            continue
+    return tuple(found)
+
+
 def module_names(real: Path, roots: Sequence[Path]) -> tuple[str, ...]:
     """Every dotted name the file can be imported by; the first is its primary name (the
     deepest root's). A file no root can import is named by its package climb (or stem)."""
     names: list[str] = []
     stem_parts = [] if real.name in PACKAGE_FILES else [real.name.rsplit(".", 1)[0]]
-    for root in roots:
-        try:
-            relative = real.parent.relative_to(root)
-        except ValueError:
-            continue
-        name = _dotted([*relative.parts, *stem_parts])
+    for parts in _folder_parts(real.parent, tuple(roots)):
+        name = _dotted([*parts, *stem_parts])
         if name is not None and name not in names:
             names.append(name)
     climbed = package_climb_name(real, real)
