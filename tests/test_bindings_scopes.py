@@ -152,3 +152,24 @@ def test_a_lambdas_star_parameters_bind_in_its_own_scope(tmp_path):
     assert {name: [b.kind for b in own.bindings.reaching(name, node)] for name, node in reads.items()} == {
         "y": ["param"], "rest": ["param"], "kw": ["param"],
     }
+
+
+def test_a_lambda_and_a_def_of_one_signature_have_the_same_parameters(tmp_path):
+    # Every reader of `FunctionInfo.params` (summaries of what a callee does to its
+    # parameters, argument landing) sees a lambda's `*rest`/`**kw` as it sees a def's.
+    from trace_lint.semantic.calls import CallResolver
+
+    project = make_project(tmp_path, {"m.py": textwrap.dedent(
+        """
+        def f():
+            h = lambda y, *rest, z=1, **kw: (y, rest, kw)
+            return h
+
+        def g(y, *rest, z=1, **kw):
+            return (y, rest, kw)
+        """
+    )})
+    fn = function(project, "m.py", "f")
+    lam = next(n for n in fn.nodes if isinstance(n, cst.Lambda))
+    own = CallResolver(project).lambda_function(lam, fn.module, fn)
+    assert list(own.params) == list(function(project, "m.py", "g").params) == ["y", "z", "rest", "kw"]

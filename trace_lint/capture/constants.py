@@ -26,7 +26,7 @@ import libcst as cst
 
 from .. import frameworks
 from ..frontend.syntax_walk import children
-from ..semantic.bindings import named_parameters
+from ..semantic.bindings import named_parameters, star_parameters
 from ..semantic.calls import CallResolver
 from ..semantic.nodes import always_leaves
 from ..semantic.project import FunctionInfo
@@ -141,7 +141,7 @@ class ConstantParameters:
         if not calls:
             return {}
         receiver = receiver_parameter(target)
-        stars = set(_star_parameters(target)) - {None}
+        stars = set(star_parameters(target.node.params)) - {None}
         names = [name for name in target.params if name != receiver and name not in stars]
         values: dict[str, Value] = {}
         for call, caller in calls:
@@ -458,7 +458,7 @@ def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: Func
     named = [p.name.value for p in named_parameters(params)]
     if named != ([receiver] if receiver is not None else []):
         return False
-    star_args, star_kwargs = _star_parameters(wrapper)
+    star_args, star_kwargs = star_parameters(wrapper.node.params)
     expected = [("*", star_args)] if star_args else []
     expected += [("**", star_kwargs)] if star_kwargs else []
     if not expected or [(a.star, a.value.value if isinstance(a.value, cst.Name) else None) for a in call.args] != expected:
@@ -470,12 +470,6 @@ def _passes_own_arguments_on(wrapper: FunctionInfo, call: cst.Call, target: Func
         on_receiver = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == receiver
         return on_receiver and receiver_parameter(target) is not None
     return isinstance(func, cst.Name) and receiver_parameter(target) is None
-
-
-def _star_parameters(function: FunctionInfo) -> tuple[Optional[str], Optional[str]]:
-    """The names of a function's `*args` and `**kwargs` parameters (None: it has none)."""
-    params = function.node.params
-    return tuple(p.name.value if isinstance(p, cst.Param) else None for p in (params.star_arg, params.star_kwarg))
 
 
 def _never_none_form(form: Form) -> bool:

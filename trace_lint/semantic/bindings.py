@@ -294,6 +294,12 @@ def named_parameters(params: cst.Parameters) -> list[cst.Param]:
     return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
+def star_parameters(params: cst.Parameters) -> tuple[Optional[str], Optional[str]]:
+    """The names of a signature's `*args` and `**kwargs` (None: it has none; a bare `*`
+    takes no name)."""
+    return tuple(p.name.value if isinstance(p, cst.Param) else None for p in (params.star_arg, params.star_kwarg))  # type: ignore[return-value]
+
+
 def parameters(params: cst.Parameters) -> list[cst.Param]:
     """Every parameter a signature binds, `*args` and `**kwargs` last."""
     out = named_parameters(params)

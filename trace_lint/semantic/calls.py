@@ -16,7 +16,7 @@ from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children
-from .bindings import assignment_targets, named_parameters, target_path
+from .bindings import assignment_targets, parameters, star_parameters, target_path
 
 @dataclass(frozen=True)
 class Target:
@@ -338,7 +338,7 @@ class CallResolver:
         to a capture helper or called from captured code."""
         key = id(node)
         if key not in self._lambdas:
-            params = [p.name.value for p in named_parameters(node.params)]
+            params = [p.name.value for p in parameters(node.params)]  # as a def's: `*args`/`**kwargs` too
             prefix = f"{enclosing.qualname}.<locals>." if enclosing is not None else ""
             info = FunctionInfo("<lambda>", f"{prefix}<lambda>", node, module, parent=enclosing, params=params, cls=None)  # type: ignore[arg-type]
             stack: list[cst.CSTNode] = [node.body]
@@ -416,17 +416,16 @@ class CallResolver:
         parameter of its name (not a positional-only one) or lands in `**kwargs`. Positions
         after an unpacked `*x` are not known; what `*x` / `**x` fill is not known. `module`:
         where a module-level call (no caller) is written."""
-        parameters = target.node.params
-        positional = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
+        signature = target.node.params
+        positional = [p.name.value for p in (*signature.posonly_params, *signature.params)]
         receiver = receiver_parameter(target)
         constructs = target.cls is not None and target.name == "__init__" and callee_name(call) != "__init__"
         if receiver is not None and not constructs and not has_decorator(target, "classmethod") and self._passes_receiver(call, caller, caller.module if caller is not None else module):
             receiver = None
         if receiver is not None:
             positional = positional[1:]
-        star_args = parameters.star_arg.name.value if isinstance(parameters.star_arg, cst.Param) else None
-        star_kwargs = parameters.star_kwarg.name.value if isinstance(parameters.star_kwarg, cst.Param) else None
-        by_keyword = {p.name.value for p in (*parameters.params, *parameters.kwonly_params)} - {receiver}
+        star_args, star_kwargs = star_parameters(signature)
+        by_keyword = {p.name.value for p in (*signature.params, *signature.kwonly_params)} - {receiver}
         return _bind(call, positional, star_args, by_keyword, star_kwargs, receiver, constructs)
 
     def arguments(self, call: cst.Call, caller: Optional[FunctionInfo], target: FunctionInfo) -> tuple[Optional[str], dict[str, cst.BaseExpression]]:
