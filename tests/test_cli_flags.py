@@ -110,6 +110,10 @@ def test_version_help_completion_and_rule_names():
         assert name in check_help
     completion = run_cli("--show-completion", "bash")
     assert completion.returncode == 0 and b"_TRACE_LINT_COMPLETE" in completion.stdout
+    # The shell named, whatever shell the parent processes are (typer alone detects it and
+    # ignores the name: "Shell  not supported." where no shell is found above the process).
+    zsh = run_cli("--show-completion", "zsh")
+    assert zsh.returncode == 0 and zsh.stdout.startswith(b"#compdef trace-lint")
     by_name = run_cli("rule", "capture-left-open")
     assert by_name.returncode == 0 and by_name.stdout == run_cli("rule", "TRC401").stdout
     assert run_cli("rule", "no-such-rule").returncode == 2

@@ -601,10 +601,18 @@ def main() -> None:
     _exit_now(run(sys.argv[1:]))
 
 
+# The shells `--show-completion SHELL` and `--install-completion SHELL` name.
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
 def run(args: List[str]) -> int:
     """The command line with `args`; returns the exit status. Usage errors are one line
     on stderr (exit 2), not click's usage block."""
     click_exceptions = _click_exceptions()
+    if len(args) >= 2 and args[0] in ("--show-completion", "--install-completion") and args[1] in COMPLETION_SHELLS:
+        # The named shell, not the one detected from the parent processes (none is found
+        # under a service manager or an editor): typer's completion options then take it.
+        os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
     try:
         code = app(args=args, prog_name="trace-lint", standalone_mode=False)
     except click_exceptions.ClickException as error:
