@@ -399,3 +399,26 @@ def test_a_flag_switched_back_by_a_finally_leaves_no_state_behind():
         ("model.py", 35, "TRC203"),
         ("model.py", 39, "TRC203"),
     }
+
+
+def test_a_warm_up_through_a_local_list_of_bound_methods():
+    # sglang-kt's benchmark warms each layer through `apply_fns[i](...)`, a local list of
+    # bound methods, then captures `apply_fn(...)` (benchmark_kt_ep.py:955). A call through
+    # a local list or tuple whose elements are known exactly is a run of each element's
+    # target: by index (stages.py:19), by loop (29), by `enumerate` (38), by a comprehension
+    # over `reversed(fns[1:])` (46), by `zip` (110; the region's own loop over the list, 114,
+    # is matched by target, not text): no TRC404 at 21, 31, 40, 48, 113. A method the list
+    # does not hold never ran: TRC404 at 57 (`stage_c`) and 103; a run after the region is
+    # no warm-up (64). A loop in the region runs every element, each judged: `stage_b` never
+    # ran (123). A list appended with an unknown value (`fns.append(extra)`, 78) or handed to
+    # another function (`register(fns)`, 89), or rebound on a path to a value the analysis
+    # cannot see into (`fns = stages.hooks()`, 132), may hold the captured target: it cannot
+    # know, so no TRC404 at 82, 93 or 136. A binding that no longer reaches the loop is not
+    # its list (`fns = [stages.stage_c]` rebound before it, 141-142): TRC404 at 147.
+    assert finding_set(PROJECTS / "method_list_warm_up") == {
+        ("stages.py", 57, "TRC404"),
+        ("stages.py", 64, "TRC404"),
+        ("stages.py", 103, "TRC404"),
+        ("stages.py", 123, "TRC404"),
+        ("stages.py", 147, "TRC404"),
+    }

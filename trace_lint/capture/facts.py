@@ -174,6 +174,17 @@ class ProgramFacts:
         """Every project function the call can run (empty: unknown or not project code)."""
         return self._engine.resolver.resolve_all(call, function, self_class)
 
+    def every_element_runs(self, call: cst.Call, function: "FunctionInfo") -> Optional[list["Target"]]:
+        """The targets of a local list of callables known exactly, where the call runs each
+        in turn (`for f in fns: f(x)`); None: not such a call."""
+        return self._engine.resolver.every_element_runs(call, function)
+
+    def runs_unknown_element(self, call: cst.Call, function: "FunctionInfo") -> bool:
+        """The call runs an element of a local list or tuple of callables whose elements the
+        analysis does not know exactly (appended to, rebound, handed elsewhere, or holding
+        values it cannot resolve): it may run any callable."""
+        return self._engine.resolver.runs_unknown_element(call, function)
+
     def sole_target(self, call: cst.Call, function: "FunctionInfo") -> Optional["FunctionInfo"]:
         """The one project function the call runs, or None (unknown, or several)."""
         return self._engine.resolver.resolve(call, function)

@@ -792,6 +792,8 @@ class MissingWarmUp(Rule):
         for node in function.nodes:
             if type(node) is not cst.Call:
                 continue
+            if self.facts.runs_unknown_element(node, function):
+                return True  # an element of a list not known exactly: it may run the same work
             found = self.facts.targets(node, function, self_class)
             if same_work(targets, found):
                 return True
@@ -811,6 +813,8 @@ class MissingWarmUp(Rule):
                 continue
             if before is not None and not _runs_before(function, node, before):
                 continue
+            if self.facts.runs_unknown_element(node, function):
+                return True  # `for f in fns: f(x)` of a list not known exactly: it may have run it
             if self._matches(function, node, text, targets, work):
                 return True
             if targets and any(self._runs_below(t.function, t.self_class, targets, 1, seen) for t in self.facts.targets(node, function)):
@@ -871,9 +875,18 @@ class MissingWarmUp(Rule):
         return [
             call
             for call in self._region_work(region)
-            if not self._warm(function, call, function.module.normalized(call.func), self.facts.targets(call, function), region)
+            if not self._warm_each(function, call, region)
             and not self._nested_body_warm(function, call, region)
         ]
+
+    def _warm_each(self, function: FunctionInfo, call: cst.Call, region: Region) -> bool:
+        """The call's work ran before the capture; a loop over a local list of callables
+        known exactly (`for f in fns: f(x)`) runs every element, each judged on its own."""
+        text = function.module.normalized(call.func)
+        every = self.facts.every_element_runs(call, function)
+        if not every:
+            return self._warm(function, call, text, self.facts.targets(call, function), region)
+        return all(self._warm(function, call, text, [t], region) for t in every if self.facts.reaches_device_work(t))
 
     def _nested_body_warm(self, function: FunctionInfo, call: cst.Call, region: Optional[Region]) -> bool:
         """The call runs a def nested in the function (`def denoise(): ...` called in the

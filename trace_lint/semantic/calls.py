@@ -16,7 +16,7 @@ from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children
-from .bindings import assignment_targets, parameters, star_parameters, target_path
+from .bindings import assignment_targets, parameters, star_parameters, target_leaves, target_path
 
 @dataclass(frozen=True)
 class Target:
@@ -65,6 +65,10 @@ class CallResolver:
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
         self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+        # Per function: whether a local list is used other than to read its elements, and the
+        # ids of the nodes its bindings write (`_sequence_escapes`).
+        self._escapes: dict[tuple[int, str], bool] = {}
+        self._written: dict[int, set[int]] = {}
 
     # -- classes ---------------------------------------------------------------------------
     def class_of(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[ClassInfo]:
@@ -481,7 +485,12 @@ class CallResolver:
         if isinstance(func, cst.Name):
             return self._resolve_name(func, function, self_class, depth)
         if isinstance(func, cst.Subscript):
-            return self._instance_calls(self.element_classes(func.value, function, self_class, depth + 1))
+            out = self._instance_calls(self.element_classes(func.value, function, self_class, depth + 1))
+            if not _slices(func):  # `fns[i](x)`: an element of a local list of callables
+                sequence = self.sequence_callables(func.value, function, self_class, depth + 1)
+                if sequence is not None:
+                    out.extend(sequence[0])
+            return out
         if isinstance(func, cst.Call):  # `Block()(x)`: the instance made is called
             return self._instance_calls(self.value_classes(func, function, self_class, depth + 1))
         if not isinstance(func, cst.Attribute):
@@ -515,7 +524,9 @@ class CallResolver:
         comprehension = self._comprehension_target(func, function)
         if comprehension is not None:
             clause, path = comprehension
-            return self._instance_calls(self._element_part(clause.iter, path, function, self_class, depth + 1))
+            out = self._instance_calls(self._element_part(clause.iter, path, function, self_class, depth + 1))
+            sequence = self._element_callables(clause.iter, path, function, self_class, depth + 1)
+            return out + sequence[0] if sequence is not None else out
         scope: Optional[FunctionInfo] = function
         while scope is not None:
             bindings = scope.bindings
@@ -554,8 +565,176 @@ class CallResolver:
         if binding.kind == "param" and isinstance(binding.node, cst.Param) and binding.node.annotation is not None:
             return self._instance_calls(self._annotation_classes(binding.node.annotation.annotation, scope))
         if binding.kind == "loop":
-            return self._instance_calls(self.loop_target_classes(binding, scope, self_class, depth + 1))
+            out = self._instance_calls(self.loop_target_classes(binding, scope, self_class, depth + 1))
+            sequence = self._loop_callables(binding, scope, self_class, depth + 1)
+            return out + sequence[0] if sequence is not None else out
         return []
+
+    # -- local sequences of callables ------------------------------------------------------
+    def sequence_callables(self, container: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int = 0) -> Optional[tuple[list[Target], bool]]:
+        """What calling an element of a local list or tuple of callables runs (`fns =
+        [self.stage_a, self.stage_b]`; `fns[1:]`, `reversed(fns)`): the targets of its
+        elements, and whether they are known exactly (every binding reaching the read is a
+        display or list comprehension, each element is resolved, and the name is used only
+        to read its elements: never appended to, rebound to another value, or handed
+        elsewhere). None: not a local sequence the function builds."""
+        if self._too_deep(depth):
+            return None
+        if isinstance(container, cst.Call):
+            func = container.func
+            if isinstance(func, cst.Name) and func.value in _ORDER_KEEPING and len(container.args) == 1 and not container.args[0].star:
+                return self.sequence_callables(container.args[0].value, function, self_class, depth + 1)
+            return None
+        if isinstance(container, cst.Subscript) and _slices(container):
+            return self.sequence_callables(container.value, function, self_class, depth + 1)
+        if not isinstance(container, cst.Name) or not function.bindings.binds(container.value):
+            return None
+        reaching = function.bindings.reaching(container.value, container)
+        displays = [
+            b.value for b in reaching
+            if b.kind in ("assign", "annassign") and isinstance(b.value, (cst.List, cst.Tuple, cst.ListComp))
+        ]
+        if not displays:
+            return None
+        known = len(displays) == len(reaching) and not self._sequence_escapes(function, container.value)
+        out: list[Target] = []
+        for display in displays:
+            if isinstance(display, cst.ListComp):
+                items = [display.elt]
+            else:
+                items = [e.value for e in display.elements]
+                known = known and not any(isinstance(e, cst.StarredElement) for e in display.elements)
+            for item in items:
+                found = self._element_targets(item, function, self_class, depth + 1)
+                if found is None:
+                    known = False
+                else:
+                    out.extend(found)
+        return _unique(out), known
+
+    def _element_targets(self, item: cst.BaseExpression, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> Optional[list[Target]]:
+        """What calling one element runs: a project function or bound method, a lambda or
+        partial, an instance of a project class; a library callable runs no project code
+        (empty). None: not known."""
+        if isinstance(item, (cst.Lambda, cst.Name, cst.Attribute)) or self._is_partial(item, function):
+            found = self.callable_targets(item, function, function.module, self_class, depth + 1)
+            if found:
+                return found
+        classes = self.value_classes(item, function, self_class, depth + 1)
+        if classes:
+            return self._instance_calls(classes)
+        named = item.func if isinstance(item, cst.Call) else item
+        qualified = self.project.qualified_name(named, function.module, function)
+        if qualified is not None and "." in qualified and self.project.lookup(qualified) is None:
+            return []  # `torch.relu`, `nn.Linear(...)`: library code
+        return None
+
+    def _sequence_escapes(self, function: FunctionInfo, name: str) -> bool:
+        """Whether the function uses the local other than to read its elements (indexing,
+        slicing, iterating, `len`, `enumerate`, `zip`, `reversed`): an element written, a
+        method called on it (`fns.append(f)`), the list handed to a call or stored."""
+        key = (id(function), name)
+        if key in self._escapes:
+            return self._escapes[key]
+        module = function.module
+        written = self._written.get(id(function))
+        if written is None:
+            written = self._written[id(function)] = {
+                id(leaf) for node in function.nodes for target in assignment_targets(node) for leaf in target_leaves(target)
+            }
+        escapes = False
+        for node in function.nodes:
+            if type(node) is not cst.Name or node.value != name or id(node) in written:
+                continue
+            parent = module.parent(node)
+            if isinstance(parent, cst.Subscript) and parent.value is node:
+                if id(parent) in written:
+                    escapes = True  # `fns[0] = other`
+                    break
+                continue
+            if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
+                continue
+            if isinstance(parent, cst.Arg) and not parent.star and parent.keyword is None:
+                call = module.parent(parent)
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READING_CALLS:
+                    continue
+            escapes = True
+            break
+        self._escapes[key] = escapes
+        return escapes
+
+    def _element_callables(self, container: cst.BaseExpression, path: tuple[int, ...], function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> Optional[tuple[list[Target], bool]]:
+        """`sequence_callables` for the part `path` of each element of a container
+        (`for i, f in enumerate(fns)`, `for f, x in zip(fns, xs)`)."""
+        if not path:
+            return self.sequence_callables(container, function, self_class, depth)
+        if self._too_deep(depth) or not isinstance(container, cst.Call) or any(a.star or a.keyword is not None for a in container.args):
+            return None
+        func, args = container.func, container.args
+        head, rest = path[0], path[1:]
+        if isinstance(func, cst.Name) and func.value in _ORDER_KEEPING and len(args) == 1:
+            return self._element_callables(args[0].value, path, function, self_class, depth + 1)
+        if isinstance(func, cst.Name) and func.value == "enumerate" and args and head == 1:
+            return self._element_callables(args[0].value, rest, function, self_class, depth + 1)
+        if isinstance(func, cst.Name) and func.value == "zip" and head < len(args):
+            return self._element_callables(args[head].value, rest, function, self_class, depth + 1)
+        return None
+
+    def _loop_callables(self, binding, function: FunctionInfo, self_class: Optional[ClassInfo], depth: int) -> Optional[tuple[list[Target], bool]]:
+        loop = binding.node
+        if not isinstance(loop, cst.For):
+            return None
+        (target,) = assignment_targets(loop)
+        path = target_path(target, binding.name)
+        if path is None:
+            return None
+        return self._element_callables(loop.iter, path, function, self_class, depth)
+
+    def every_element_runs(self, call: cst.Call, function: FunctionInfo) -> Optional[list[Target]]:
+        """The targets of the elements of a local list or tuple of callables known exactly,
+        where the call runs each of them in turn: its callee is the variable of a `for` loop
+        or comprehension over the list (`for f in fns: f(x)`). None: not such a call."""
+        func = call.func
+        if not isinstance(func, cst.Name):
+            return None
+        comprehension = self._comprehension_target(func, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            sequence = self._element_callables(clause.iter, path, function, None, 0)
+        else:
+            if not function.bindings.binds(func.value):
+                return None
+            reaching = function.bindings.reaching(func.value, func)
+            if len(reaching) != 1 or reaching[0].kind != "loop":
+                return None
+            sequence = self._loop_callables(reaching[0], function, None, 0)
+        return sequence[0] if sequence is not None and sequence[1] else None
+
+    def runs_unknown_element(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """The call runs an element of a local list or tuple of callables whose elements
+        are not known exactly (`fns.append(extra)`; `register(fns)`; `[w.apply for w in
+        ws]` of an unknown `w`): it may run any callable."""
+        func = call.func
+        if isinstance(func, cst.Subscript):
+            if _slices(func):
+                return False
+            sequence = self.sequence_callables(func.value, function, None)
+            return sequence is not None and not sequence[1]
+        if not isinstance(func, cst.Name):
+            return False
+        comprehension = self._comprehension_target(func, function)
+        if comprehension is not None:
+            clause, path = comprehension
+            sequence = self._element_callables(clause.iter, path, function, None, 0)
+            return sequence is not None and not sequence[1]
+        if not function.bindings.binds(func.value):
+            return False
+        for binding in function.bindings.reaching(func.value, func):
+            if binding.kind == "loop":
+                sequence = self._loop_callables(binding, function, None, 0)
+                if sequence is not None and not sequence[1]:
+                    return True
+        return False
 
     def _instance_calls(self, classes: list[ClassInfo]) -> list[Target]:
         out = []
@@ -646,6 +825,13 @@ def _bind(
 
 # Builtins whose elements are those of their one argument, in some order.
 _ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
+# Builtins that read a sequence's elements without keeping or changing it.
+_READING_CALLS = frozenset({"len", "enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted"})
+
+
+def _slices(subscript: cst.Subscript) -> bool:
+    """`fns[1:]`: a subscript all of whose parts are slices."""
+    return all(isinstance(e.slice, cst.Slice) for e in subscript.slice)
 
 
 def _unique(targets: list[Target]) -> list[Target]:
