@@ -414,11 +414,13 @@ def test_a_warm_up_through_a_local_list_of_bound_methods():
     # another function (`register(fns)`, 89), or rebound on a path to a value the analysis
     # cannot see into (`fns = stages.hooks()`, 132), may hold the captured target: it cannot
     # know, so no TRC404 at 82, 93 or 136. A binding that no longer reaches the loop is not
-    # its list (`fns = [stages.stage_c]` rebound before it, 141-142): TRC404 at 147.
+    # its list (`fns = [stages.stage_c]` rebound before it, 141-142): TRC404 at 147; nor does
+    # a truth test of the list change what it holds (`if not fns:`, 154): TRC404 at 159.
     assert finding_set(PROJECTS / "method_list_warm_up") == {
         ("stages.py", 57, "TRC404"),
         ("stages.py", 64, "TRC404"),
         ("stages.py", 103, "TRC404"),
         ("stages.py", 123, "TRC404"),
         ("stages.py", 147, "TRC404"),
+        ("stages.py", 159, "TRC404"),
     }

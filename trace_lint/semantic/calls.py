@@ -631,7 +631,7 @@ class CallResolver:
 
     def _sequence_escapes(self, function: FunctionInfo, name: str) -> bool:
         """Whether the function uses the local other than to read its elements (indexing,
-        slicing, iterating, `len`, `enumerate`, `zip`, `reversed`): an element written, a
+        slicing, iterating, `len`, `enumerate`, `zip`, `reversed`, a truth test): an element written, a
         method called on it (`fns.append(f)`), the list handed to a call or stored."""
         key = (id(function), name)
         if key in self._escapes:
@@ -654,6 +654,8 @@ class CallResolver:
                 continue
             if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
                 continue
+            if isinstance(parent, (cst.If, cst.While, cst.IfExp)) and parent.test is node or isinstance(parent, cst.UnaryOperation):
+                continue  # `if not fns:`: a test of its length
             if isinstance(parent, cst.Arg) and not parent.star and parent.keyword is None:
                 call = module.parent(parent)
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _READING_CALLS:
