@@ -421,3 +421,42 @@ def test_a_package_reexporting_its_submodules_namesake_resolves_without_end(tmp_
     assert project.lookup("runtime.driver.active.clear_cache") is None
     assert project.lookup("runtime.driver.DriverConfig.clear").qualname == "DriverConfig.clear"
     assert project.lookup("bench.DriverConfig").qualname == "DriverConfig"
+
+
+def test_a_local_list_of_callables_runs_its_elements(tmp_path):
+    project = make_project(tmp_path, {"m.py": """
+        class S:
+            def a(self, x): return x
+            def b(self, x): return x
+            def run(self, x, extra, n):
+                fns = [self.a, self.b]
+                fns[n](x)
+                for i, f in enumerate(reversed(fns[1:])):
+                    f(x)
+                _ = [g(x) for g, y in zip(fns, [x, x])]
+                for k in reversed(fns):
+                    k(x)
+                for m in fns:
+                    m(x)
+                    if n:
+                        break
+                more = [self.a]
+                more.append(extra)
+                for h in more:
+                    h(x)
+    """})
+    resolver = CallResolver(project)
+    run = function(project, "m.py", "S.run")
+    for text in ("fns[n](x)", "f(x)", "g(x)"):
+        call = call_in(run, text)
+        assert {t.function.full_name for t in resolver.resolve_all(call, run)} == {"m.S.a", "m.S.b"}, text
+        assert not resolver.runs_unknown_element(call, run), text
+    assert {t.function.full_name for t in resolver.every_element_runs(call_in(run, "k(x)"), run)} == {"m.S.a", "m.S.b"}
+    assert resolver.every_element_runs(call_in(run, "f(x)"), run) is None  # a slice: some of them
+    assert resolver.every_element_runs(call_in(run, "g(x)"), run) is None  # zip stops at the shortest
+    assert resolver.every_element_runs(call_in(run, "m(x)"), run) is None  # a loop that may break
+    assert resolver.every_element_runs(call_in(run, "fns[n](x)"), run) is None  # one element, by index
+    # Appended to: the known element still resolves, but the list may hold anything.
+    unknown = call_in(run, "h(x)")
+    assert [t.function.full_name for t in resolver.resolve_all(unknown, run)] == ["m.S.a"]
+    assert resolver.runs_unknown_element(unknown, run) and resolver.every_element_runs(unknown, run) is None

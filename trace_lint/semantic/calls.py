@@ -702,14 +702,21 @@ class CallResolver:
         comprehension = self._comprehension_target(func, function)
         if comprehension is not None:
             clause, path = comprehension
-            sequence = self._element_callables(clause.iter, path, function, None, 0)
+            iterated = clause.iter
+            sequence = self._element_callables(iterated, path, function, None, 0)
         else:
             if not function.bindings.binds(func.value):
                 return None
             reaching = function.bindings.reaching(func.value, func)
-            if len(reaching) != 1 or reaching[0].kind != "loop":
+            if len(reaching) != 1 or reaching[0].kind != "loop" or not isinstance(reaching[0].node, cst.For):
                 return None
+            loop = reaching[0].node
+            if any(isinstance(node, (cst.Break, cst.Return, cst.Raise)) for node in _walk(loop.body)):
+                return None  # it may stop before the last element
+            iterated = loop.iter
             sequence = self._loop_callables(reaching[0], function, None, 0)
+        if any(isinstance(node, cst.Subscript) or isinstance(node, cst.Name) and node.value == "zip" for node in _walk(iterated)):
+            return None  # `fns[1:]`, `zip(fns, xs)`: some of the elements, not known which
         return sequence[0] if sequence is not None and sequence[1] else None
 
     def runs_unknown_element(self, call: cst.Call, function: FunctionInfo) -> bool:
@@ -829,6 +836,14 @@ def _bind(
 _ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
 # Builtins that read a sequence's elements without keeping or changing it.
 _READING_CALLS = frozenset({"len", "enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted"})
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
 
 
 def _slices(subscript: cst.Subscript) -> bool:
