@@ -63,6 +63,19 @@ PLATFORMS = [
     "linux_x86_64",
 ]
 KEEP_SUFFIXES = (".py", ".pyi")
+# Corpora 2-5 ("N req req ..." lines); corpus 1 is PACKAGES above.
+CORPORA_FILE = Path(__file__).with_name("corpora.txt")
+SDIST_ONLY |= {"mamba-ssm", "flash-attn"}
+
+
+def corpus_packages(number: int) -> list[tuple[str, str]]:
+    if number == 1:
+        return PACKAGES
+    for line in CORPORA_FILE.read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0] == str(number):
+            return [(req.split("==")[0], req) for req in fields[1:]]
+    raise SystemExit(f"no corpus {number} in {CORPORA_FILE}")
 
 
 def pip_download(requirement: str, dest: Path, log: list[str], sdist_only: bool) -> Path | None:
@@ -131,14 +144,20 @@ def main() -> int:
         help="an installed torch package folder to copy as the 'torch' entry (default: the "
         "torch importable by this Python, located without importing it)",
     )
+    parser.add_argument(
+        "--corpus", type=int, choices=range(1, 6), dest="number",
+        help="fetch corpus N into CORPUS_DIR/corpusN/ (default: corpus 1 into CORPUS_DIR)",
+    )
     args = parser.parse_args()
     corpus: Path = args.corpus.resolve()
+    if args.number is not None:
+        corpus = corpus / f"corpus{args.number}"
     corpus.mkdir(parents=True, exist_ok=True)
     manifest_path = corpus / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
 
     wanted = set(args.only) if args.only else None
-    for name, requirement in PACKAGES:
+    for name, requirement in corpus_packages(args.number or 1):
         if wanted is not None and name not in wanted:
             continue
         target = corpus / name
@@ -163,7 +182,7 @@ def main() -> int:
             }
         print(f"{name}: {manifest[name]['version']} ({manifest[name]['python_files']} .py)", flush=True)
 
-    if wanted is None or "torch" in wanted:
+    if (args.number or 1) == 1 and (wanted is None or "torch" in wanted):
         torch_dir = args.torch_from
         if torch_dir is None:
             import importlib.util
