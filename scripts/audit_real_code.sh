@@ -1,51 +1,43 @@
 #!/usr/bin/env bash
-# Run trace-lint on the real-code corpus made by scripts/fetch_corpus.py (never committed).
-# Usage: scripts/audit_real_code.sh [CORPUS_DIR] [OUT_DIR] [PACKAGE ...]
-#   CORPUS_DIR defaults to /tmp/trace-lint-corpus (fetched first when it has no manifest);
-#   OUT_DIR (default CORPUS_DIR/results) gets <package>.json, <package>.stderr and counts.tsv.
-# Runs from CORPUS_DIR so finding paths read "<package>/..." and runs can be diffed.
-# One package at a time, niced: the analyzer is CPU-heavy on large packages.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-CORPUS=$(realpath -m "${1:-/tmp/trace-lint-corpus}")
-OUT=$(realpath -m "${2:-$CORPUS/results}")
-shift $(( $# > 2 ? 2 : $# ))
+# Audit the PyPI corpora made by `scripts/fetch_corpus.py DIR --corpus N` (never committed).
+# Usage: scripts/audit_real_code.sh CHECKOUT CORPORA_DIR OUT_DIR
+#   CHECKOUT: the trace-lint checkout to run (PYTHONPATH=CHECKOUT); also $TRACE_LINT_CHECKOUT.
+#   Every CORPORA_DIR/corpusN/<pkg>/ is checked as a user would, from its own folder:
+#   `trace-lint check . --no-cache -j1 --output-format json`, 900 s timeout, niced.
+# OUT_DIR/<corpusN>/<pkg>.json|.stderr; OUT_DIR/summary.tsv per package ("!!" marks a
+# timeout, an exit other than 0/1, a Traceback in stderr, or empty/invalid JSON);
+# OUT_DIR/set.tsv: sorted distinct (corpusN/pkg, file, line, code), for `comm -3` between runs.
+set -uo pipefail
+CHECKOUT=$(realpath "${1:-${TRACE_LINT_CHECKOUT:?give a checkout}}")
+CORPORA=$(realpath "${2:-/tmp/corpora}")
+OUT=$(realpath -m "${3:-/tmp/audit}")
 PY=${PYTHON:-python3}
-if [ ! -f "$CORPUS/manifest.json" ]; then
-  "$PY" "$HERE/scripts/fetch_corpus.py" "$CORPUS"
-fi
 mkdir -p "$OUT"
-if [ $# -gt 0 ]; then
-  packages=("$@")
-else
-  mapfile -t packages < <("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1])); print("\n".join(k for k,v in m.items() if "skipped" not in v))' "$CORPUS/manifest.json")
-fi
-printf 'package\tversion\tpy_files\texit\tseconds\ttracebacks\tfindings\tper_code\n' > "$OUT/counts.tsv.new"
-for name in "${packages[@]}"; do
-  [ -d "$CORPUS/$name" ] || { echo "$name: not in $CORPUS, skipped"; continue; }
+: > "$OUT/set.tsv.new"
+printf 'flag\tpackage\texit\tseconds\tfindings\tper_code\n' > "$OUT/summary.tsv"
+for dir in "$CORPORA"/corpus*/*/; do
+  pkg=$(basename "$dir"); corpus=$(basename "$(dirname "$dir")")
+  mkdir -p "$OUT/$corpus"; json="$OUT/$corpus/$pkg.json"; err="$OUT/$corpus/$pkg.stderr"
   start=$(date +%s)
-  set +e
-  (cd "$CORPUS" && PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" nice -n 10 "$PY" -m trace_lint check "$name" \
-      --no-cache --output-format json > "$OUT/$name.json" 2> "$OUT/$name.stderr")
-  rc=$?
-  set -e
-  secs=$(( $(date +%s) - start ))
-  tb=$(grep -c Traceback "$OUT/$name.stderr" || true)
-  "$PY" - "$CORPUS/manifest.json" "$OUT/$name.json" "$name" "$rc" "$secs" "$tb" >> "$OUT/counts.tsv.new" <<'EOF'
+  (cd "$dir" && PYTHONPATH="$CHECKOUT" timeout 900 nice -n 10 "$PY" -m trace_lint check . \
+      --no-cache -j1 --output-format json > "$json" 2> "$err")
+  rc=$?; secs=$(( $(date +%s) - start ))
+  "$PY" - "$corpus/$pkg" "$json" "$err" "$rc" "$secs" "$OUT/set.tsv.new" >> "$OUT/summary.tsv" <<'PYEOF'
 import collections, json, sys
-manifest, result, name, rc, secs, tb = sys.argv[1:]
-entry = json.load(open(manifest)).get(name, {})
+name, result, err, rc, secs, setfile = sys.argv[1:]
 try:
     findings = json.load(open(result))
 except (OSError, ValueError):
     findings = None
-if findings is None:
-    print(f"{name}\t{entry.get('version', '?')}\t{entry.get('python_files', '?')}\t{rc}\t{secs}\t{tb}\tno-json\t")
-else:
-    per_code = collections.Counter(f["code"] for f in findings)
-    codes = " ".join(f"{code}:{n}" for code, n in sorted(per_code.items()))
-    print(f"{name}\t{entry.get('version', '?')}\t{entry.get('python_files', '?')}\t{rc}\t{secs}\t{tb}\t{len(findings)}\t{codes}")
-EOF
-  tail -n 1 "$OUT/counts.tsv.new"
+bad = rc not in ("0", "1") or "Traceback" in open(err).read() or not isinstance(findings, list)
+per_code = collections.Counter(f["code"] for f in findings or [])
+with open(setfile, "a") as out:
+    for f in findings or []:
+        out.write(f"{name}\t{f['filename']}\t{f['location']['row']}\t{f['code']}\n")
+codes = " ".join(f"{c}:{n}" for c, n in sorted(per_code.items()))
+count = len(findings) if isinstance(findings, list) else "no-json"
+print(f"{'!!' if bad else ''}\t{name}\t{rc}{' (timeout)' if rc == '124' else ''}\t{secs}\t{count}\t{codes}")
+PYEOF
+  tail -n 1 "$OUT/summary.tsv"
 done
-mv "$OUT/counts.tsv.new" "$OUT/counts.tsv"
+sort -u "$OUT/set.tsv.new" > "$OUT/set.tsv" && rm "$OUT/set.tsv.new"
