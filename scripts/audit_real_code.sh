@@ -19,7 +19,7 @@ for dir in "$CORPORA"/corpus*/*/; do
   pkg=$(basename "$dir"); corpus=$(basename "$(dirname "$dir")")
   mkdir -p "$OUT/$corpus"; json="$OUT/$corpus/$pkg.json"; err="$OUT/$corpus/$pkg.stderr"
   start=$(date +%s)
-  (cd "$dir" && PYTHONPATH="$CHECKOUT" timeout 900 nice -n 10 "$PY" -m trace_lint check . \
+  (cd "$dir" && PYTHONPATH="$CHECKOUT" timeout 900 nice -n 10 "$PY" -P -m trace_lint check . \
       --no-cache -j1 --output-format json > "$json" 2> "$err")
   rc=$?; secs=$(( $(date +%s) - start ))
   "$PY" - "$corpus/$pkg" "$json" "$err" "$rc" "$secs" "$OUT/set.tsv.new" >> "$OUT/summary.tsv" <<'PYEOF'
