@@ -424,3 +424,24 @@ def test_a_warm_up_through_a_local_list_of_bound_methods():
         ("stages.py", 147, "TRC404"),
         ("stages.py", 159, "TRC404"),
     }
+
+
+def test_captured_work_reads_a_trace_input_the_region_never_names():
+    # The region calls `self._work()`, whose `ttnn.matmul(self.inp, self.w)` reads the input
+    # through `self`, not through an argument; the trace id is a local kept on `self` after
+    # the end (`self.tid = tid`, pipeline.py:19), replayed by `run()`: freeing `self.inp`
+    # before the replay is TRC302 (pipeline.py:23), and so is freeing the output the capture
+    # stored (28). Freeing what the work never reads (`self.scratch`, 32) or after
+    # `release_trace` (38) is not. Two frames down through a local alias (`x = self.inp`,
+    # stages.py:10) in the function holding the region, replayed after the free: TRC302
+    # (stages.py:23); `self.scratch` (24) is not read. A read five calls below the call in the
+    # region is found (deep.py:47); one six calls below is past the depth the analysis looks
+    # (6 frames): not known, silent (48). `RecordProbe` reads only the input's host metadata
+    # (`self.inp.shape`, probe.py:11), which is no read of its buffer, and hands it to a model
+    # that does not resolve (`self.model(self.inp)`, 18): unknown, so no TRC302 on line 32.
+    assert finding_set(PROJECTS / "work_read_input") == {
+        ("deep.py", 47, "TRC302"),
+        ("pipeline.py", 23, "TRC302"),
+        ("pipeline.py", 28, "TRC302"),
+        ("stages.py", 23, "TRC302"),
+    }

@@ -297,6 +297,12 @@ class ProgramFacts:
         """Attributes a call assigns, any frames down, as paths of the caller's frame."""
         return self._engine.effects.summaries.call_stores(call, function)
 
+    def call_reads(self, call: cst.Call, function: "FunctionInfo", path: str) -> bool:
+        """The call reads the value at a path of the caller's frame (`self.inp`) beyond its
+        host metadata, any frames down (a few; past them, and through calls that do not
+        resolve, a read is not known)."""
+        return self._engine.effects.summaries.call_reads(call, function, path)
+
     def call_runs(self, call: cst.Call, function: "FunctionInfo") -> frozenset[str]:
         """What a call runs, any frames down: callee paths of the caller's frame and the
         project functions reached."""

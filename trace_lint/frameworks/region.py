@@ -30,8 +30,10 @@ class Region:
     device: Optional[str] = None
     release_calls: list[cst.Call] = field(default_factory=list)
     execute_calls: list[cst.Call] = field(default_factory=list)
-    # A trace id kept on `self` (`self.tid = begin(...)`): the other methods of the class
-    # that execute or release that trace, with the call.
+    # A trace id kept on `self` (`self.tid = begin(...)`, or `tid = begin(...)` and later
+    # `self.tid = tid`): the attribute, and the other methods of the class that execute or
+    # release that trace, with the call.
+    kept_as: Optional[str] = None
     method_executes: list[tuple[FunctionInfo, cst.Call]] = field(default_factory=list)
     method_releases: list[tuple[FunctionInfo, cst.Call]] = field(default_factory=list)
 

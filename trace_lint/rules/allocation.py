@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -292,6 +292,7 @@ class FreedTraceBuffer(Rule):
         # (`self._decode(x)` storing `self.out`).
         chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
         chain_outputs = {key for key in bound_in if "." in key} | work_stores(region, self.facts)
+        read_by_work = work_inputs(region, self.facts)
         reallocated = reallocations(region, self.facts)
         for free in frees(region, self.facts):
             node, key = free.call, free.key
@@ -307,7 +308,8 @@ class FreedTraceBuffer(Rule):
                 # A helper called in the region that frees the chain reads it there too
                 # (`self.infra.run()` whose model frees `self.infra.input`).
                 read_by_helper = bool(free.steps) and not after and key in before and key not in bound_in
-                kind = "input" if key in chain_inputs or read_by_helper else "output" if key in chain_outputs else None
+                input_chain = key in chain_inputs or read_by_helper or (key not in chain_outputs and key in read_by_work)
+                kind = "input" if input_chain else "output" if key in chain_outputs else None
             else:
                 values = reaching(region, key, node)
                 places = {binding_place(region, b) for b in values}
@@ -321,9 +323,9 @@ class FreedTraceBuffer(Rule):
                     kind = None  # an intermediate of the region, or a value made after it
             if kind is not None:
                 self.report(node, self._message(free, kind), module=module, chain=self._chain(region, free))
-        self._check_executing_methods(region, chain_inputs, chain_outputs)
+        self._check_executing_methods(region, chain_inputs, chain_outputs, read_by_work)
 
-    def _check_executing_methods(self, region: Region, chain_inputs: set[str], chain_outputs: set[str]) -> None:
+    def _check_executing_methods(self, region: Region, chain_inputs: set[str], chain_outputs: set[str], read_by_work: "WorkInputs") -> None:
         """A trace id kept on `self` is executed by another method of the class (`step()`):
         that method freeing a trace input or output kept on `self` (or an element of one,
         `self.mats[0].deallocate()`) before it executes the trace is TRC302 there."""
@@ -341,9 +343,10 @@ class FreedTraceBuffer(Rule):
             # Past a rebinding of the trace id, or a call that stores it anew (a capture
             # again), the execute runs another trace.
             avoiding = [*releases.get(id(method), ())]
-            avoiding += [a.node for a in method_accesses if a.kind == "bind" and a.key == region.trace_id]
+            kept = region.kept_as
+            avoiding += [a.node for a in method_accesses if a.kind == "bind" and a.key == kept]
             for node in iter_body_nodes(method):
-                if isinstance(node, cst.Call) and region.trace_id in self.facts.call_stores(node, method):
+                if isinstance(node, cst.Call) and kept in self.facts.call_stores(node, method):
                     avoiding.append(node)
             for node in iter_body_nodes(method):
                 if not isinstance(node, cst.Call):
@@ -355,7 +358,8 @@ class FreedTraceBuffer(Rule):
                 key = chain_key(target.value if element else target)
                 if key is None or not key.startswith(f"{receiver_parameter(method)}."):
                     continue
-                kind = "input" if key in chain_inputs else "output" if key in chain_outputs else None
+                input_chain = key in chain_inputs or (key not in chain_outputs and key in read_by_work)
+                kind = "input" if input_chain else "output" if key in chain_outputs else None
                 if kind is None:
                     continue
                 if any(a.kind == "bind" and a.key == key and graph.runs_before(a.node, node) for a in method_accesses):
@@ -442,6 +446,44 @@ def work_stores(region: Region, facts: ProgramFacts) -> set[str]:
         if isinstance(node, cst.Call) and region.contains(node):
             found |= {p for p in facts.call_stores(node, region.function) if "[" not in p}
     return found
+
+
+class WorkInputs:
+    """Attribute chains the captured work reads where the region never names them: a
+    method called in the region whose body, any frames down, reads `self.inp`
+    (`ttnn.matmul(self.inp, self.w)`): trace inputs as much as a chain the region reads
+    itself. Asked one chain at a time, for the chains something frees (`key in inputs`):
+    "does a call in the region read it", never the set of everything the work reads. Reading
+    only a chain's host metadata (`self.inp.shape`) is no read of it; neither is a chain the
+    region binds, nor one read only through code that does not resolve (not known)."""
+
+    def __init__(self, region: Region, facts: ProgramFacts):
+        self._region = region
+        self._facts = facts
+        self._calls: Optional[list[cst.Call]] = None
+        self._answers: dict[str, bool] = {}
+
+    def __contains__(self, key: str) -> bool:
+        found = self._answers.get(key)
+        if found is None:
+            found = self._answers[key] = self._read(key)
+        return found
+
+    def _read(self, key: str) -> bool:
+        region = self._region
+        if "." not in key or key in region_accesses(region)[2]:
+            return False
+        if self._calls is None:
+            self._calls = [n for n in iter_body_nodes(region.function) if isinstance(n, cst.Call) and region.contains(n)]
+        return any(self._facts.call_reads(call, region.function, key) for call in self._calls)
+
+
+def work_inputs(region: Region, facts: ProgramFacts) -> WorkInputs:
+    """The region's `WorkInputs`, one per region (several frees ask about the same chains)."""
+    cached = getattr(region, "_work_inputs", None)
+    if cached is None:
+        cached = region._work_inputs = WorkInputs(region, facts)  # type: ignore[attr-defined]
+    return cached
 
 
 def made_in_this_iteration(region: Region, free: cst.Call, values) -> bool:

@@ -42,7 +42,7 @@ class Effects:
         self._reads: dict[tuple[int, str], bool] = {}
         self._from_factory: dict[tuple[int, str], bool] = {}
         self.summaries = Summaries(
-            resolver, self.unseen_user_callable, self.launches_program, capture_queries, self.unknown_effects_call
+            resolver, self.unseen_user_callable, self.launches_program, capture_queries, self.unknown_effects_call, self.metadata_use
         )
 
     def reads_value(self, function: FunctionInfo, parameter: str) -> bool:
@@ -82,22 +82,28 @@ class Effects:
     def _value_use(self, function: FunctionInfo, name: cst.Name) -> bool:
         """A use of the name's value, not only of its host metadata."""
         parent = function.module.parent(name)
-        table = tables()
         if isinstance(parent, cst.Param) or (isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and any(t is name for t in assignment_targets(parent))):
             return False  # a binding, not a use
-        if isinstance(parent, cst.Attribute) and parent.value is name:
+        return not self.metadata_use(function, name)
+
+    def metadata_use(self, function: FunctionInfo, expr: cst.BaseExpression) -> bool:
+        """Where it stands, the expression is used for its host metadata only (`t.shape`,
+        `t.memory_config()`, `len(t)`, `isinstance(t, ...)`, `t is None`)."""
+        parent = function.module.parent(expr)
+        table = tables()
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
             attribute = parent.attr.value
-            return not (attribute in table.tensor.metadata_attributes or attribute in table.host_metadata.attributes or attribute in table.host_metadata.methods)
+            return attribute in table.tensor.metadata_attributes or attribute in table.host_metadata.attributes or attribute in table.host_metadata.methods
         if isinstance(parent, cst.Comparison) and all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
-            return False  # `t is None`
+            return True  # `t is None`
         if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Is, cst.IsNot)):
-            return False  # `None is t`
+            return True  # `None is t`
         if isinstance(parent, cst.Arg):
             call = function.module.parent(parent)
             if isinstance(call, cst.Call):
                 if self.project.qualified_name(call.func, function.module, function) in table.tensor.metadata_functions:
-                    return False
-        return True
+                    return True
+        return False
 
     def holds_library_objects(self, function: "FunctionInfo", attribute: str) -> bool:
         """Every `self.<attribute> = (...)` / `[...]` in the methods of the function's class

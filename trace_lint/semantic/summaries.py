@@ -12,7 +12,14 @@ calls the resolver can pin), a fixed point over the call graph with recursion in
   and as the project functions reached (`fn:module.qualname`), any number of frames down;
 - `returns_capture_state(function, queries)`: every value it returns is a capture query's
   answer (`torch.cuda.is_current_stream_capturing()`), so a test on its result is a
-  capture-state guard (RULES.md "Capture-state guards").
+  capture-state guard (RULES.md "Capture-state guards");
+- `call_reads(call, caller, path)`: whether a call reads one path's value (not only its host
+  metadata), any number of frames down (`self._work()` whose `ttnn.matmul(self.inp, ...)`
+  reads `self.inp`). Not a summary of every path a function reads (that set, moved up every
+  call edge, grows with the whole program): a question asked for one path at a time, where a
+  rule has one, answered down the calls that can reach the path and memoized per function
+  and path; at most `_READS_DEPTH` frames down, and past that the answer is "not known to
+  read", so nothing is reported on it.
 
 A path is a parameter name followed by attributes and `[]` for an element
 (`runner.out`, `outs[]`). At a call site, a callee's paths are moved into the caller's frame
@@ -40,6 +47,9 @@ _BINDINGS_FOLLOWED = 8
 # The longest path a summary follows (attributes and elements after the parameter): a
 # recursion that walks `x.next` would otherwise grow paths without end.
 _LONGEST_PATH = 16
+# How many frames down `call_reads` looks for a read of a path (the call's target is the
+# first): past it a read is not known, and the rules stay silent on it.
+_READS_DEPTH = 6
 
 
 @dataclass(frozen=True)
@@ -236,6 +246,7 @@ class Summaries:
         launches: Callable[[cst.Call, FunctionInfo], bool],
         capture_queries: frozenset[str] = frozenset(),
         unknown_effects: Optional[Callable[[cst.Call, FunctionInfo], bool]] = None,
+        metadata_use: Optional[Callable[[cst.BaseExpression, FunctionInfo], bool]] = None,
     ):
         self.resolver = resolver
         # The framework functions that answer whether a capture is being recorded.
@@ -257,6 +268,12 @@ class Summaries:
         self._call_runs: dict[tuple[int, int], frozenset[str]] = {}
         self._capture_state = FixedPoint(lambda function: self._own_capture_state(function), False)
         self._uncaptured: dict[int, frozenset[int]] = {}
+        # Where an expression is used for its host metadata only (`t.shape`, `len(t)`).
+        self._metadata_use = metadata_use or (lambda function, expr: False)
+        # `call_reads`: per call and path, the answer; per function and path, the fewest
+        # frames down to a read (0: its own body) and the depth the search was cut at.
+        self._call_reads: dict[tuple[int, str], bool] = {}
+        self._read_depths: dict[tuple[int, str], tuple[Optional[int], Optional[int]]] = {}
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -471,6 +488,145 @@ class Summaries:
     def frame_free(self, paths: frozenset[str]) -> frozenset[str]:
         """The paths with no frame (`fn:` keys); any other cannot be matched elsewhere."""
         return frozenset(path if path.startswith("fn:") else "\0" for path in paths)
+
+    # -- reads -------------------------------------------------------------------------------
+    def to_callee(self, path: str, call: cst.Call, caller: FunctionInfo, callee: FunctionInfo) -> list[str]:
+        """The caller's path in the callee's frame, through each argument (or the receiver)
+        whose path it starts with (`self.inp` through `self._work()` is the callee's
+        `self.inp`; through `helper(self.inp)`, its parameter); none where the call does not
+        hand it over."""
+        bound = self.resolver.bind_arguments(call, caller, callee)
+        pairs = [(parameter, path_of(argument, caller)) for parameter, argument in bound.by_parameter.items()]
+        if bound.receiver is not None and not bound.constructs:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == callee.name:
+                pairs.append((bound.receiver, path_of(func.value, caller)))  # `obj.method(...)`
+            else:
+                pairs.append((bound.receiver, path_of(func, caller)))  # `model(x)`
+        out = []
+        for parameter, base in pairs:
+            if base is not None and (path == base or path.startswith(f"{base}.") or path.startswith(f"{base}[")):
+                out.append(parameter + path[len(base):])
+        return out
+
+    def call_reads(self, call: cst.Call, function: FunctionInfo, path: str) -> bool:
+        """The call reads the value at the path of the caller's frame (`self.inp`), or an
+        element of it, beyond its host metadata, any number of frames down (up to
+        `_READS_DEPTH`): handed to a framework call (`ttnn.matmul(self.inp, w)`), a method
+        called on it, an operand. A call that does not resolve reads nothing known."""
+        key = (id(call), path)
+        found = self._call_reads.get(key)
+        if found is None:
+            found = False
+            for target in self.resolver.resolve_all(call, function):
+                for inner in self.to_callee(path, call, function, target.function):
+                    if self._read_depth(target.function, inner, _READS_DEPTH - 1, set())[0] is not None:
+                        found = True
+            self._call_reads[key] = found
+        return found
+
+    def _read_depth(self, function: FunctionInfo, path: str, budget: int, stack: set) -> tuple[Optional[int], frozenset, bool]:
+        """The fewest frames below the function down to a read of the path (0: its own
+        body), looking at most `budget` frames further down; with the keys on the stack the
+        answer waited on (recursion), and whether the budget cut the search short. An answer
+        is kept where it cannot change: found without waiting on the stack, or nothing
+        found (then with the budget, where it was cut), so the order questions come in never
+        changes one."""
+        key = (id(function), path)
+        kept = self._read_depths.get(key)
+        if kept is not None:
+            depth, cut_at = kept
+            if cut_at is None or budget <= cut_at:
+                if depth is not None and depth <= budget:
+                    return depth, frozenset(), False
+                return None, frozenset(), depth is not None or cut_at is not None
+        if key in stack:
+            return None, frozenset({key}), False
+        if self._reads_itself(function, path):
+            self._read_depths[key] = (0, None)
+            return 0, frozenset(), False
+        stack.add(key)
+        best: Optional[int] = None
+        waits: set = set()
+        cut = False
+        try:
+            for node in function.live_nodes:
+                if best == 1:
+                    break  # no callee can do better
+                if type(node) is not cst.Call or not self.runs_while_capturing(node, function):
+                    continue
+                for target in self.resolver.resolve_all(node, function):
+                    for inner in self.to_callee(path, node, function, target.function):
+                        if budget <= 0:
+                            cut = True
+                            continue
+                        depth, waited, short = self._read_depth(target.function, inner, budget - 1, stack)
+                        if depth is not None and (best is None or depth + 1 < best):
+                            best = depth + 1
+                        waits |= waited
+                        cut = cut or short
+        finally:
+            stack.discard(key)
+        waits.discard(key)
+        if best == 1 or (best is not None and not waits):
+            # A read this close is the closest (anything cut off lies further down).
+            self._read_depths[key] = (best, None)
+            return best, frozenset(), False
+        if best is None and not waits:
+            self._read_depths[key] = (None, budget if cut else None)
+        return best, frozenset(waits), cut
+
+    def _reads_itself(self, function: FunctionInfo, path: str) -> bool:
+        """The function's own body reads the path's value or an element's (`ttnn.add(x,
+        ...)` with `x = self.inp` bound before, `self.inp[0]`), not only its host metadata,
+        where it can run while a capture records; what it hands to project functions is
+        theirs to read, and what it hands to code that does not resolve is not known."""
+        root = root_of(path)
+        # An attribute can be the path itself only where the path ends in that attribute.
+        last = path.rsplit(".", 1)[1] if "." in path and not path.endswith("]") else None
+        for node in function.live_nodes:
+            kind = type(node)
+            if kind is cst.Name:
+                if node.value != root and not function.bindings.binds(node.value):
+                    continue
+            elif kind is cst.Attribute:
+                if node.attr.value != last:
+                    continue
+            elif kind is not cst.Subscript:
+                continue
+            found = path_of(node, function)
+            if found is None or (found != path and not (found.startswith(path) and set(found[len(path):]) <= {"[", "]"})):
+                continue
+            if self._reads_there(node, function) and self.runs_while_capturing(node, function):
+                return True
+        return False
+
+    def _reads_there(self, expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+        """Where it stands, the expression's value is read: handed to a framework call, a
+        method called on it, an operand; not its host metadata, a free, a binding, nor an
+        argument of a project function (the callee reads it or not) or of code that does not
+        resolve (not known)."""
+        parent = function.module.parent(expr)
+        if isinstance(parent, cst.Subscript) and parent.value is expr:
+            return False  # the element is the read (or not), as itself
+        if self._metadata_use(function, expr):
+            return False
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
+            call = function.module.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent:
+                if self.freed_expression(call, function) is expr:
+                    return False
+                return not self.resolver.resolve_all(call, function)  # a project method's body says
+            return True
+        if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
+            return True
+        if isinstance(parent, cst.Arg) and parent.value is expr:
+            call = function.module.parent(parent)
+            if not isinstance(call, cst.Call) or self.freed_expression(call, function) is expr:
+                return False
+            name = self.project.qualified_name(call.func, function.module, function)
+            return name is not None and self.resolver.library.owns(name) and not self.resolver.resolve_all(call, function)
+        return False
 
     # -- capture state -----------------------------------------------------------------------
     def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:

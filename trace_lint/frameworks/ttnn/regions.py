@@ -101,7 +101,9 @@ def _methods_running(project: Project, function: FunctionInfo, regions: list[Reg
     receiver = receiver_parameter(function)
     if receiver is None:
         return
-    kept = {r.trace_id for r in regions if r.trace_id is not None and r.trace_id.startswith(f"{receiver}.")}
+    for region in regions:
+        region.kept_as = _kept_on_receiver(function, region, receiver)
+    kept = {r.kept_as for r in regions if r.kept_as is not None}
     if not kept:
         return
     api = tables().ttnn
@@ -120,5 +122,30 @@ def _methods_running(project: Project, function: FunctionInfo, regions: list[Reg
                 if trace_id in kept:
                     (executes if name in api.execute else releases).setdefault(trace_id, []).append((method, node))
     for region in regions:
-        region.method_executes = executes.get(region.trace_id, [])
-        region.method_releases = releases.get(region.trace_id, [])
+        region.method_executes = executes.get(region.kept_as, [])
+        region.method_releases = releases.get(region.kept_as, [])
+
+
+def _kept_on_receiver(function: FunctionInfo, region: Region, receiver: str) -> Optional[str]:
+    """The attribute of `self` the region's trace id is kept in: the begin's own target
+    (`self.tid = begin(...)`), or an attribute the local id is stored in later (`tid =
+    begin(...)` ... `self.tid = tid`, where the begin's binding of `tid` reaches the store)."""
+    tid = region.trace_id
+    if tid is None:
+        return None
+    if tid.startswith(f"{receiver}."):
+        return tid
+    if "." in tid:
+        return None
+    module = function.module
+    bindings = function.bindings
+    for node in iter_body_nodes(function):
+        if type(node) is not cst.Assign or not isinstance(node.value, cst.Name) or node.value.value != tid:
+            continue
+        target = single_assignment(node)
+        stored = module.normalized(target) if isinstance(target, cst.Attribute) else None
+        if stored is None or not stored.startswith(f"{receiver}.") or stored.count(".") != 1:
+            continue
+        if any(b.node is region.begin_statement for b in bindings.reaching(tid, node.value)):
+            return stored
+    return None
