@@ -164,15 +164,18 @@ class FreedTraceBuffer(Rule):
     """
     ## What it does
     Flags `ttnn.deallocate(t)` / `t.deallocate()` of a tensor the trace uses: a trace input
-    (made before the region and used in it) or a trace output (made in the region and read
-    after it: returned, stored, or used after the end; an attribute the captured work stores
-    it in, `self.out = model(x)`, included), inside the region or after it while the trace
-    can still be executed (before `release_trace`; another capture in between does not end
-    that). A call of a project helper that frees what it is handed (`deallocate_outputs(outs)`,
-    any number of frames down) is such a free, reported on the call with the steps down to
-    the `deallocate`. A trace id kept on `self` and replayed by another method of the class
-    (`step()`): that method freeing an input or output the capture keeps on `self`, or an
-    element of one (`self.rot[0].deallocate()`), before its `execute_trace` is one too.
+    (made before the region and used in it, also where only the captured work reads it,
+    through `self`: `self._work()` whose `ttnn.matmul(self.inp, w)` reads `self.inp`; its
+    host metadata alone, `self.inp.shape`, is no read) or a trace output (made in the
+    region and read after it: returned, stored, or used after the end; an attribute the
+    captured work stores it in, `self.out = model(x)`, included), inside the region or after
+    it while the trace can still be executed (before `release_trace`; another capture in
+    between does not end that). A call of a project helper that frees what it is handed
+    (`deallocate_outputs(outs)`, any number of frames down) is such a free, reported on the
+    call with the steps down to the `deallocate`. A trace id kept on `self` and replayed by
+    another method of the class (`step()`; also a local id stored there after the end,
+    `self.tid = tid`): that method freeing an input or output the capture keeps on `self`,
+    or an element of one (`self.rot[0].deallocate()`), before its `execute_trace` is one too.
     Fine: freeing an intermediate made and last used inside the region, a value a loop made
     in the same turn (even where the same name is returned after the region), and the
     re-allocation idiom: a trace input freed during the capture (in the region, or by the
