@@ -445,3 +445,20 @@ def test_captured_work_reads_a_trace_input_the_region_never_names():
         ("pipeline.py", 28, "TRC302"),
         ("stages.py", 23, "TRC302"),
     }
+
+
+def test_the_ttnn_module_kept_on_self_or_aliased_by_a_local_is_ttnn():
+    # A backend imports ttnn lazily and keeps it on the instance (`self.ttnn = ttnn =
+    # _import_ttnn()`, `self._tt = ttnn`), then calls it through locals (`nn = self.ttnn`)
+    # or directly (`self._tt.to_torch`): the value is the module, so the capture is a region
+    # (lazy_backend.py:32, no `finally:`), the random tensor its captured work makes is
+    # TRC301 (23), and the read is TRC102 (53), a library call, not user work for TRC404.
+    # A local alias (`tt = ttnn`, `read = ttnn.to_torch`) is the module or its function
+    # (local_alias.py:11). An attribute filled from a call and a local that may hold
+    # something else stay unknown (not_modules.py).
+    assert finding_set(PROJECTS / "module_aliases") == {
+        ("lazy_backend.py", 23, "TRC301"),
+        ("lazy_backend.py", 32, "TRC401"),
+        ("lazy_backend.py", 53, "TRC102"),
+        ("local_alias.py", 11, "TRC102"),
+    }

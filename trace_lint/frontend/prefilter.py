@@ -8,8 +8,10 @@ configured capture helper or decorator, `# trace-lint: captured`, or a function 
 
 Soundness rests on how `Project.qualified_name` builds names: every dotted name it returns
 is an import binding (`import a.b as x`, `from a import b`, relative imports resolved from
-the module's own name), a module-level name (`<module>.<name>`), or a stand-in (`ttnn`,
-`torch`), followed by attributes written after it. So a file can resolve a call to
+the module's own name), a module-level name (`<module>.<name>`), a stand-in (`ttnn`,
+`torch`), or a local or `self` attribute assigned a framework one of those (`nn = ttnn`,
+`self.ttnn = ttnn`: `_aliases` reads them from the text), followed by attributes written
+after it. So a file can resolve a call to
 `torch.cuda.graph` only if it binds some prefix of that name and spells the rest of it as
 attributes after the bound local name. Import bindings are over-approximated (every
 `import` word counts, in code, strings or comments alike); attribute chains may span
@@ -136,6 +138,7 @@ class Prefilter:
                 continue
             if bindings is None:
                 bindings = [*_bindings(data, module_name, is_package, self.stand_ins, self._all_parts), *extra_bindings]
+                bindings += _aliases(data, bindings, self.stand_ins)
             if _may_spell(data, target, bindings, module_name):
                 return True
         return False
@@ -206,8 +209,91 @@ def _bindings(data: bytes, module_name: str, is_package: bool, stand_ins: Sequen
     return out
 
 
+_SPACE = frozenset(b" \t\r\n\\")
+
+
+def _assigned_before(data: bytes, start: int) -> Optional[str]:
+    """The dotted name (`nn`, `self.ttnn`) written as `<name> =` right before `start`, if
+    any (read backwards by hand: most spellings of a module follow no `=` at all)."""
+    i = start - 1
+    while i >= 0 and data[i] in _SPACE:
+        i -= 1
+    if i < 0 or data[i] != 61:  # "="
+        return None
+    i -= 1
+    while i >= 0 and data[i] in _SPACE:
+        i -= 1
+    parts = []
+    while True:
+        end = i + 1
+        while i >= 0 and data[i] in _WORD:
+            i -= 1
+        word = data[i + 1 : end]
+        if not word or word[0] in b"0123456789":
+            return None
+        parts.append(word.decode("ascii"))
+        j = i
+        while j >= 0 and data[j] in b" \t":
+            j -= 1
+        if j < 0 or data[j] != 46:  # no "." before: the name is whole
+            break
+        j -= 1
+        while j >= 0 and data[j] in b" \t":
+            j -= 1
+        i = j
+    return ".".join(reversed(parts))
+
+
+def _aliases(data: bytes, bindings: list[tuple[str, str]], stand_ins: Sequence[str]) -> list[tuple[str, str]]:
+    """(alias, full dotted name) for every `x = <name>` and `self.x = <name>` the text may
+    hold where `<name>` spells a framework binding, with attributes after it (`nn = ttnn`,
+    `self.ttnn = ttnn`, `nn = self.ttnn`): `Project.qualified_name` follows such an alias
+    to the framework (a name or attribute chain only, never a call's result). Over-
+    approximated (keyword arguments count too), and followed through aliases of aliases."""
+    heads = set(stand_ins)
+    frontier = {(local, full) for local, full in bindings if full.split(".")[0] in heads}
+    known = set(frontier)
+    found: list[tuple[str, str]] = []
+    for _ in range(4):  # aliases of aliases, a few deep
+        if not frontier:
+            break
+        fulls: dict[str, set[str]] = {}
+        for local, full in frontier:
+            fulls.setdefault(local, set()).add(full)
+        fresh = set()
+        for match in _alias_pattern(tuple(sorted(fulls))).finditer(data):
+            target = _assigned_before(data, match.start() + 1)
+            if target is None:
+                continue
+            spelled = _clean(match.group(1))
+            local = next(l for l in sorted(fulls, key=len, reverse=True) if spelled == l or spelled.startswith(l + "."))
+            for full in fulls[local]:
+                alias = (target, full + spelled[len(local) :])
+                if alias not in known:
+                    known.add(alias)
+                    fresh.add(alias)
+        found += sorted(fresh)
+        frontier = fresh
+    return found
+
+
+_ALIAS_PATTERNS: dict[tuple[str, ...], re.Pattern] = {}
+
+
+def _alias_pattern(locals_: tuple[str, ...]) -> re.Pattern:
+    """`= <local>` and attributes after it, ending the value (not called, not indexed)."""
+    pattern = _ALIAS_PATTERNS.get(locals_)
+    if pattern is None:
+        dotted = rb"[ \t]*\.[ \t]*"
+        names = b"|".join(dotted.join(re.escape(p.encode()) for p in local.split(".")) for local in sorted(locals_, key=len, reverse=True))
+        pattern = re.compile(rb"=[ \t]*((?:" + names + rb")(?:" + dotted + rb"\w+)*)(?![\w.(\[])(?![ \t]*[.(\[])")
+        if len(_ALIAS_PATTERNS) < 256:
+            _ALIAS_PATTERNS[locals_] = pattern
+    return pattern
+
+
 def _chain(local: str, rest: list[str]) -> re.Pattern:
-    parts = [re.escape(local.encode())] + [re.escape(p.encode()) for p in rest]
+    parts = [re.escape(p.encode()) for p in local.split(".")] + [re.escape(p.encode()) for p in rest]
     # Starts with a literal so that the search is fast; the boundary before it is checked by hand.
     return re.compile(rb"\s*\.\s*".join(parts) + rb"(?![\w])")
 

@@ -689,6 +689,9 @@ class MissingWarmUp(Rule):
                 if not self._bound_to_library(func, function):
                     calls.append(node)  # a local or parameter: `model(x)`, `step()`
             elif isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and root.value == receiver:
+                qualified = self.facts.qualified_name(func, module, function)
+                if qualified is not None and self.facts.definition(qualified) is None:
+                    continue  # `self.ttnn.to_torch(y)`: the framework module kept on self, a library call
                 element_of = func.value.value if isinstance(func.value, cst.Subscript) else None
                 if isinstance(element_of, cst.Attribute) and element_of.value is root and self.facts.holds_library_objects(function, element_of.attr.value):
                     continue  # `self._events[0].record()`: a torch.cuda.Event's method

@@ -111,6 +111,15 @@ def ast_target_names(target: ast.expr) -> list[str]:
 
 
 # -- what one node binds ---------------------------------------------------------------
+def names_assigned_with(nodes, value: cst.BaseExpression) -> list[str]:
+    """The plain names the chained assignment of `value` among `nodes` binds beside its
+    other targets (`self.ttnn = ttnn = load()`: ["ttnn"]); none for a single target."""
+    for node in nodes:
+        if type(node) is cst.Assign and node.value is value and len(node.targets) > 1:
+            return [t.target.value for t in node.targets if type(t.target) is cst.Name]
+    return []
+
+
 def assignment_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     """The targets a binding node writes, not flattened: each `=` target of an assignment
     (or the one of an `AssignTarget`), the target of an annotated or augmented assignment, a

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..core.file_facts import ActiveFacts
 from ..frontend import syntax_limits
-from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, outline_bindings, parameters, target_names
+from .bindings import TRY_STAR, ScopeBindings, assignment_targets, import_names, names_assigned_with, outline_bindings, parameters, target_names
 from .cfg import ControlFlowGraph
 from .receivers import receiver_parameter
 from ..frontend.source import PACKAGE_FILES, ReadError, SourceText, decode, read_bytes
@@ -1153,6 +1153,13 @@ def _meaning_of_local(name: str, reaching, stand_ins: frozenset[str]) -> Optiona
     return name if name in stand_ins else None
 
 
+def _chained_stand_in(method: FunctionInfo, value: cst.BaseExpression, stand_ins: frozenset[str]) -> Optional[str]:
+    """`self.ttnn = ttnn = load()`: the attribute holds what the plain name beside it holds,
+    and a variable named like a framework module stands for it."""
+    names = set(names_assigned_with(method.nodes, value)) & stand_ins
+    return names.pop() if len(names) == 1 else None
+
+
 def _stem_only(module: ModuleInfo, name: str) -> bool:
     """The name is the file's stem alone, its folder not a package."""
     path = module.path
@@ -1186,6 +1193,7 @@ class Project:
         # in): the frameworks' modules, handed in by whoever builds the analysis from the
         # plug-ins (`capture/engine.py`).
         self.module_stand_ins = module_stand_ins
+        self._alias_guard: set[tuple[int, ...]] = set()
         self._raw: dict[int, bytes] = {}
         self._lookups: dict[str, Optional[Definition]] = {}
         self._lookup_depth = 0
@@ -1266,7 +1274,9 @@ class Project:
         kind = type(expr)
         if kind is cst.Attribute:
             base = self.qualified_name(expr.value, module, function)
-            return f"{base}.{expr.attr.value}" if base else None
+            if base:
+                return f"{base}.{expr.attr.value}"
+            return self._module_in_attribute(expr, function)
         if kind is not cst.Name:
             return None
         name = expr.value
@@ -1277,7 +1287,11 @@ class Project:
                 break
             # Read at `expr`: a comprehension or lambda around it may bind the name itself.
             if bindings.binds(name, expr if scope is function else None):
-                return self.framework_reexport(_meaning_of_local(name, bindings.reaching(name, expr), self.module_stand_ins))
+                reaching = bindings.reaching(name, expr)
+                meaning = _meaning_of_local(name, reaching, self.module_stand_ins)
+                if meaning is None and scope is function:
+                    meaning = self._module_alias(reaching, function)
+                return self.framework_reexport(meaning)
             scope = scope.parent
         if module.has_outline:
             kind, imported = module.global_meaning(name)
@@ -1297,6 +1311,60 @@ class Project:
         if name in self.module_stand_ins or name in BUILTIN_NAMES:
             return name
         return None
+
+    def _framework_meaning(self, value: Optional[cst.BaseExpression], function: FunctionInfo) -> Optional[str]:
+        """What a stored or assigned value names when it is a framework module or one of its
+        members (`ttnn`, `torch.cuda`, `ttnn.to_torch`), else None. Only a name or an
+        attribute chain is followed: a call's result is a value, not a module."""
+        if not isinstance(value, (cst.Name, cst.Attribute)):
+            return None
+        meaning = self.qualified_name(value, function.module, function)
+        if meaning is None or meaning.partition(".")[0] not in self.module_stand_ins:
+            return None
+        return meaning
+
+    def _module_alias(self, reaching, function: FunctionInfo) -> Optional[str]:
+        """A local every reaching binding of which assigns the same framework module (or
+        member) is that module: `nn = ttnn`, `nn = self.ttnn` (Values, not names)."""
+        if not reaching or any(b.kind != "assign" or b.value is None for b in reaching):
+            return None
+        guard = self._alias_guard
+        key = tuple(id(b) for b in reaching)
+        if key in guard:
+            return None  # `x = x.y` in a loop: a binding reached from itself proves nothing
+        guard.add(key)
+        try:
+            meanings = {self._framework_meaning(b.value, function) for b in reaching}
+        finally:
+            guard.discard(key)
+        return meanings.pop() if len(meanings) == 1 else None
+
+    def _module_in_attribute(self, expr: cst.Attribute, function: Optional[FunctionInfo]) -> Optional[str]:
+        """`self.ttnn` in a method, where every value the class's methods store in that
+        attribute is the same framework module (`self.ttnn = ttnn` after a lazy `import
+        ttnn`): that module. A stored `None` (the slot before it is filled) does not count."""
+        if function is None or function.cls is None:
+            return None
+        receiver = receiver_parameter(function)
+        if receiver is None or not (isinstance(expr.value, cst.Name) and expr.value.value == receiver):
+            return None
+        cls = function.cls
+        attribute = expr.attr.value
+        values = cls.attribute_values.get(attribute)
+        if not values:
+            return None
+        cache = cls.__dict__.setdefault("_framework_attributes", {})
+        if attribute in cache:
+            return cache[attribute]
+        cache[attribute] = None  # an attribute stored from itself proves nothing
+        meanings = {
+            self._framework_meaning(value, method) or _chained_stand_in(method, value, self.module_stand_ins)
+            for method, value in values
+            if not (isinstance(value, cst.Name) and value.value == "None")
+        }
+        found = meanings.pop() if len(meanings) == 1 else None
+        cache[attribute] = found
+        return found
 
     def framework_reexport(self, imported: Optional[str]) -> Optional[str]:
         """A framework module imported through another package is the framework module:
