@@ -307,6 +307,9 @@ def test_an_infra_object_handed_in_from_an_unannotated_factory_has_unknown_effec
     # fills with what `create_infra` returned, a factory without a return annotation, so
     # its class and what `run()` frees are unknown; the allocation may be the re-allocation
     # idiom's: no TRC301 (the rules stay silent on what depends on an unresolved call).
+    # The same for an infra object that a factory outside the project made (tt-metal's vit
+    # 2CQ perf test, `create_test_infra` from a module the checkout lacks; bench.py:63),
+    # handed in directly or through a local.
     # Annotated with a class whose `run()` frees nothing (22), handed a construction of
     # that class at one of its call sites (33), or called from nowhere in the project (44),
     # the allocation is a creation in the capture: TRC301.

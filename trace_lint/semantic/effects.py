@@ -240,11 +240,18 @@ class Effects:
         return self._factory_made(bindings, function)
 
     def _factory_made(self, bindings, function: FunctionInfo) -> bool:
-        """Every reaching binding fills the name with what a project factory returned."""
+        """Every reaching binding fills the name with what a project factory, or a call
+        outside the project (`create_test_infra(...)` from a module the checkout lacks),
+        returned: an object whose class is unknown."""
         return bool(bindings) and all(
-            b.kind == "assign" and isinstance(b.value, cst.Call) and _calls_a_factory(self.resolver.resolve_all(b.value, function))
+            b.kind == "assign" and isinstance(b.value, cst.Call) and self._made_by_unknown_call(b.value, function)
             for b in bindings
         )
+
+    def _made_by_unknown_call(self, value: cst.Call, function: FunctionInfo) -> bool:
+        """A project factory without a return annotation, or a call outside the project that
+        is no framework function: what it returns has an unknown class."""
+        return _calls_a_factory(self.resolver.resolve_all(value, function)) or self._outside_value(value, function)
 
     def _parameter_from_factory(self, function: FunctionInfo, parameter: str) -> bool:
         """An unannotated parameter that every call of the function in the project fills with
@@ -264,7 +271,7 @@ class Effects:
             sites += 1
             argument = self.resolver.arguments(call, caller, function)[1].get(parameter)
             if isinstance(argument, cst.Call):
-                found = _calls_a_factory(self.resolver.resolve_all(argument, caller))
+                found = self._made_by_unknown_call(argument, caller)
             elif isinstance(argument, cst.Name):
                 found = self._factory_made(caller.bindings.reaching(argument.value, call), caller)
             else:
