@@ -450,18 +450,24 @@ def test_captured_work_reads_a_trace_input_the_region_never_names():
     }
 
 
-def test_the_ttnn_module_kept_on_self_or_aliased_by_a_local_is_ttnn():
+def test_the_ttnn_module_kept_on_self_or_aliased_by_a_local_is_ttnn(monkeypatch):
     # A backend imports ttnn lazily and keeps it on the instance (`self.ttnn = ttnn =
     # _import_ttnn()`, `self._tt = ttnn`), then calls it through locals (`nn = self.ttnn`)
     # or directly (`self._tt.to_torch`): the value is the module, so the capture is a region
     # (lazy_backend.py:32, no `finally:`), the random tensor its captured work makes is
     # TRC301 (23), and the read is TRC102 (53), a library call, not user work for TRC404.
     # A local alias (`tt = ttnn`, `read = ttnn.to_torch`) is the module or its function
-    # (local_alias.py:11). An attribute filled from a call and a local that may hold
-    # something else stay unknown (not_modules.py).
-    assert finding_set(PROJECTS / "module_aliases") == {
+    # (local_alias.py:11), in parentheses too (parenthesized.py:12: the prefilter reads the
+    # alias from the text, so it must see it there). An attribute filled from a call and a
+    # local that may hold something else stay unknown (not_modules.py).
+    expected = {
         ("lazy_backend.py", 23, "TRC301"),
         ("lazy_backend.py", 32, "TRC401"),
         ("lazy_backend.py", 53, "TRC102"),
         ("local_alias.py", 11, "TRC102"),
+        ("parenthesized.py", 12, "TRC102"),
     }
+    assert finding_set(PROJECTS / "module_aliases") == expected
+    # The prefilter only skips work: every file searched, the same findings.
+    monkeypatch.setenv("TRACE_LINT_PREFILTER", "off")
+    assert finding_set(PROJECTS / "module_aliases") == expected

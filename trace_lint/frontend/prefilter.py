@@ -281,12 +281,13 @@ _ALIAS_PATTERNS: dict[tuple[str, ...], re.Pattern] = {}
 
 
 def _alias_pattern(locals_: tuple[str, ...]) -> re.Pattern:
-    """`= <local>` and attributes after it, ending the value (not called, not indexed)."""
+    """`= <local>` and attributes after it, ending the value (not called, not indexed), in
+    any parentheses (`tt = (ttnn)`: the parser reads the name inside)."""
     pattern = _ALIAS_PATTERNS.get(locals_)
     if pattern is None:
         dotted = rb"[ \t]*\.[ \t]*"
         names = b"|".join(dotted.join(re.escape(p.encode()) for p in local.split(".")) for local in sorted(locals_, key=len, reverse=True))
-        pattern = re.compile(rb"=[ \t]*((?:" + names + rb")(?:" + dotted + rb"\w+)*)(?![\w.(\[])(?![ \t]*[.(\[])")
+        pattern = re.compile(rb"=[\s(]*((?:" + names + rb")(?:" + dotted + rb"\w+)*)(?![\w.(\[])(?![ \t]*[.(\[])")
         if len(_ALIAS_PATTERNS) < 256:
             _ALIAS_PATTERNS[locals_] = pattern
     return pattern
