@@ -45,6 +45,9 @@ class ClassInfo:
     # Values put into the container `self.attr`: list/tuple/dict displays' elements,
     # `self.attr[k] = v`, `self.attr.append(v)`.
     element_values: dict[str, list[tuple["FunctionInfo", cst.BaseExpression]]] = field(default_factory=dict)
+    # attribute -> the framework module every value stored in it is, or None
+    # (`Project._module_in_attribute`, asked once per attribute).
+    framework_attributes: dict[str, Optional[str]] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -1353,7 +1356,7 @@ class Project:
         values = cls.attribute_values.get(attribute)
         if not values:
             return None
-        cache = cls.__dict__.setdefault("_framework_attributes", {})
+        cache = cls.framework_attributes
         if attribute in cache:
             return cache[attribute]
         cache[attribute] = None  # an attribute stored from itself proves nothing
