@@ -38,13 +38,14 @@ def mark_cache_folder(folder: Path) -> None:
                 pass
 
 
-def write_atomically(path: Path, text: str, prefix: str = ".entry-") -> None:
+def write_atomically(path: Path, text: "str | bytes", prefix: str = ".entry-") -> None:
     """Write through a temporary file in the same folder moved into place with os.replace:
-    a reader sees the old file or the new one, never half of one."""
+    a reader sees the old file or the new one, never half of one. Text is written as UTF-8."""
     handle, temporary = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
         os.replace(temporary, path)
     except BaseException:
         try:

@@ -246,6 +246,11 @@ class BadEntry(ValueError):
     """A cache entry that must not be served."""
 
 
+# What decoding a damaged entry can raise (RecursionError: JSON nested deeper than the
+# parser's stack allows; UnicodeDecodeError is a ValueError).
+ENTRY_FAULTS = (BadEntry, ValueError, RecursionError, MemoryError)
+
+
 # What a valid entry can hold. Anything else is damage, and the run is recomputed.
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_INT = 2**31 - 1
@@ -580,10 +585,12 @@ class ResultCache:
             return None
         try:
             return decode(data)
-        except (BadEntry, ValueError, RecursionError, MemoryError, UnicodeDecodeError) as error:
-            # RecursionError: JSON nested deeper than the parser's stack allows.
-            self.last_rejection = f"{type(error).__name__}: {error}"[:200]
+        except ENTRY_FAULTS as error:
+            self._rejected(error)
             return None
+
+    def _rejected(self, error: BaseException) -> None:
+        self.last_rejection = f"{type(error).__name__}: {error}"[:200]
 
     def _decode(self, data: bytes, key: str, files: frozenset, expected: Optional[int]) -> Optional[tuple[list[Finding], int]]:
         entry = _opened(data, ENTRY_KEYS, key)
@@ -608,7 +615,7 @@ class ResultCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._mark_folder()
-            write_atomically(path, data.decode("ascii"))
+            write_atomically(path, data)
             self._prune(pattern)
         except OSError:
             pass
@@ -691,8 +698,8 @@ class ResultCache:
             if record.stored_reported is not None:
                 record.reported = _reported(record.stored_reported, record.files, record.findings)
                 record.stored_reported = None
-        except (BadEntry, ValueError, RecursionError, MemoryError) as error:
-            self.last_rejection = f"{type(error).__name__}: {error}"[:200]
+        except ENTRY_FAULTS as error:
+            self._rejected(error)
             return False
         return True
 

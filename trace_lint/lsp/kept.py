@@ -316,9 +316,8 @@ class KeptResultCache(ResultCache):
         record = self._decoded.get(memo)
         if record is None:
             record = self._decoded[memo] = super()._decode_analysis(data, key, files)
-        copy = AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), None if record.reported is None else dict(record.reported))
-        copy.files, copy.stored_reported = record.files, record.stored_reported
-        return copy
+        reported = None if record.reported is None else dict(record.reported)
+        return AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=record.files, stored_reported=record.stored_reported)
 
     def end(self) -> None:
         self._decoded.forget_unused()
