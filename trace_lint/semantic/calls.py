@@ -15,7 +15,7 @@ from ..core.api_tables import tables
 from .library import NO_LIBRARY, Library
 from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
-from ..frontend.syntax_walk import children
+from ..frontend.syntax_walk import children, preorder
 from .bindings import assignment_targets, parameters, star_parameters, target_leaves, target_path
 
 @dataclass(frozen=True)
@@ -711,11 +711,11 @@ class CallResolver:
             if len(reaching) != 1 or reaching[0].kind != "loop" or not isinstance(reaching[0].node, cst.For):
                 return None
             loop = reaching[0].node
-            if any(isinstance(node, (cst.Break, cst.Return, cst.Raise)) for node in _walk(loop.body)):
+            if any(isinstance(node, (cst.Break, cst.Return, cst.Raise)) for node in preorder(loop.body)):
                 return None  # it may stop before the last element
             iterated = loop.iter
             sequence = self._loop_callables(reaching[0], function, None, 0)
-        if any(isinstance(node, cst.Subscript) or isinstance(node, cst.Name) and node.value == "zip" for node in _walk(iterated)):
+        if any(isinstance(node, cst.Subscript) or isinstance(node, cst.Name) and node.value == "zip" for node in preorder(iterated)):
             return None  # `fns[1:]`, `zip(fns, xs)`: some of the elements, not known which
         return sequence[0] if sequence is not None and sequence[1] else None
 
@@ -836,14 +836,6 @@ def _bind(
 _ORDER_KEEPING = frozenset({"reversed", "list", "tuple", "iter", "sorted"})
 # Builtins that read a sequence's elements without keeping or changing it.
 _READING_CALLS = frozenset({"len", "enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted"})
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children(current))
 
 
 def _slices(subscript: cst.Subscript) -> bool:
