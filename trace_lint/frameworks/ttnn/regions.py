@@ -137,15 +137,12 @@ def _kept_on_receiver(function: FunctionInfo, region: Region, receiver: str) -> 
         return tid
     if "." in tid:
         return None
-    module = function.module
     bindings = function.bindings
     for node in iter_body_nodes(function):
         if type(node) is not cst.Assign or not isinstance(node.value, cst.Name) or node.value.value != tid:
             continue
         target = single_assignment(node)
-        stored = module.normalized(target) if isinstance(target, cst.Attribute) else None
-        if stored is None or not stored.startswith(f"{receiver}.") or stored.count(".") != 1:
-            continue
-        if any(b.node is region.begin_statement for b in bindings.reaching(tid, node.value)):
-            return stored
+        on_receiver = isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver
+        if on_receiver and any(b.node is region.begin_statement for b in bindings.reaching(tid, node.value)):
+            return f"{receiver}.{target.attr.value}"
     return None
