@@ -295,7 +295,7 @@ class FreedTraceBuffer(Rule):
         # (`self._decode(x)` storing `self.out`).
         chain_inputs = {key for key in read_in if "." in key and key not in bound_in}
         chain_outputs = {key for key in bound_in if "." in key} | work_stores(region, self.facts)
-        read_by_work = work_inputs(region, self.facts)
+        read_by_work = WorkInputs(region, self.facts)
         reallocated = reallocations(region, self.facts)
         for free in frees(region, self.facts):
             node, key = free.call, free.key
@@ -479,14 +479,6 @@ class WorkInputs:
         if self._calls is None:
             self._calls = [n for n in iter_body_nodes(region.function) if isinstance(n, cst.Call) and region.contains(n)]
         return any(self._facts.call_reads(call, region.function, key) for call in self._calls)
-
-
-def work_inputs(region: Region, facts: ProgramFacts) -> WorkInputs:
-    """The region's `WorkInputs`, one per region (several frees ask about the same chains)."""
-    cached = getattr(region, "_work_inputs", None)
-    if cached is None:
-        cached = region._work_inputs = WorkInputs(region, facts)  # type: ignore[attr-defined]
-    return cached
 
 
 def made_in_this_iteration(region: Region, free: cst.Call, values) -> bool:
