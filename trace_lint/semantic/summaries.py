@@ -246,7 +246,7 @@ class Summaries:
         launches: Callable[[cst.Call, FunctionInfo], bool],
         capture_queries: frozenset[str] = frozenset(),
         unknown_effects: Optional[Callable[[cst.Call, FunctionInfo], bool]] = None,
-        metadata_use: Optional[Callable[[cst.BaseExpression, FunctionInfo], bool]] = None,
+        metadata_use: Optional[Callable[[FunctionInfo, cst.BaseExpression], bool]] = None,
     ):
         self.resolver = resolver
         # The framework functions that answer whether a capture is being recorded.
