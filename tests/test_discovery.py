@@ -90,3 +90,17 @@ def test_outside_a_repository_gitignore_applies_from_the_named_folder(tmp_path, 
     (tmp_path / "pkg" / "out" / "x.py").write_text("x = 1\n", encoding="utf-8")
     (tmp_path / "pkg" / "y.py").write_text("x = 1\n", encoding="utf-8")
     assert found(tmp_path, "pkg", monkeypatch) == {"pkg/y.py"}
+
+
+def test_display_paths_are_what_relpath_gives(tmp_path, monkeypatch):
+    # `display_path` skips `os.path.relpath` for a path already relative and plain: the
+    # shortcut must give what relpath gives, for every shape of path.
+    import os
+
+    from trace_lint.frontend.discovery import display_path
+
+    monkeypatch.chdir(tmp_path)
+    shapes = ["a/b.py", "./a/b.py", "a/./b.py", "a/../b.py", "../x/y.py", "a//b.py", "b.py", ".", "..", str(tmp_path / "a.py"), str(tmp_path.parent / "x.py"), "/"]
+    for shape in shapes:
+        for path in (Path(shape), shape):
+            assert display_path(path) == os.path.relpath(path), shape
