@@ -282,6 +282,25 @@ def test_code_frame_caret_sits_under_the_call_after_wide_characters(tmp_path):
     assert caret.count("^") == len("ttnn.to_torch(x)")
 
 
+def test_ascii_widths_and_blanks_are_wcwidth_s():
+    """The ASCII shortcut of the code frame gives what wcwidth gives, character by
+    character and for mixed text (tabs and control characters included)."""
+    from wcwidth import wcwidth
+
+    from trace_lint.output.text import _blank, _display_width
+
+    def slow_width(text):
+        return sum(max(wcwidth(c), 0) for c in text)
+
+    def slow_blank(text):
+        return "".join(c if c == "\t" else " " * max(wcwidth(c), 0) for c in text)
+
+    samples = [chr(code) for code in range(128)] + ["x = ttnn.to_torch(y)", "\tif a:\t b", "a\x1bb", "名前 = 1", "e\u0301", ""]
+    for text in samples:
+        assert _display_width(text) == slow_width(text), repr(text)
+        assert _blank(text) == slow_blank(text), repr(text)
+
+
 def test_grouped_and_pylint_formats(tmp_path):
     project = wide_project(tmp_path)
     grouped = cli_output(project, "grouped").splitlines()

@@ -58,15 +58,23 @@ def _frame(finding: Finding, lines: list[str] | None) -> list[str]:
     return out
 
 
+# Printable ASCII takes one column a character (wcwidth agrees: tests/test_output_formats.py).
+_ASCII_BLANKS = {code: " " for code in range(0x20, 0x7F)}
+
+
 def _display_width(text: str) -> int:
     """Columns `text` takes on a terminal: wide (CJK, emoji) characters take two, combining
     ones none (wcwidth's tables)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
     return sum(max(wcwidth(character), 0) for character in text)
 
 
 def _blank(text: str) -> str:
     """Blanks as wide as `text` on a terminal; tabs stay tabs, so that the caret lands on the
     same tab stop as the code above it."""
+    if text.isascii() and text.replace("\t", "").isprintable():
+        return text.translate(_ASCII_BLANKS)
     return "".join(character if character == "\t" else " " * max(wcwidth(character), 0) for character in text)
 
 
