@@ -1163,10 +1163,17 @@ def _chained_stand_in(method: FunctionInfo, value: cst.BaseExpression, stand_ins
     return names.pop() if len(names) == 1 else None
 
 
-def _stem_only(module: ModuleInfo, name: str) -> bool:
-    """The name is the file's stem alone, its folder not a package."""
+def _stem_only(module: ModuleInfo, name: str, packages: dict[Path, bool]) -> bool:
+    """The name is the file's stem alone, its folder not a package. `packages`: whether each
+    folder asked about so far is one (every file of a folder asks the same)."""
     path = module.path
-    return name == path.stem and path.name not in PACKAGE_FILES and not any((path.parent / f).is_file() for f in PACKAGE_FILES)
+    if name != path.stem or path.name in PACKAGE_FILES:
+        return False
+    folder = path.parent
+    package = packages.get(folder)
+    if package is None:
+        package = packages[folder] = any((folder / f).is_file() for f in PACKAGE_FILES)
+    return not package
 
 
 class Project:
@@ -1178,9 +1185,10 @@ class Project:
         # A file's bare stem, when a source root names it otherwise, is a script's sibling
         # import (`import helpers` beside it): it gives way to a file a root names so.
         by_stem: dict[str, list[ModuleInfo]] = {}
+        packages: dict[Path, bool] = {}
         for module in modules:
             for name in module.names:
-                claims = by_stem if name != module.name and _stem_only(module, name) else self.by_name
+                claims = by_stem if name != module.name and _stem_only(module, name, packages) else self.by_name
                 claims.setdefault(name, []).append(module)
         for name, claimants in by_stem.items():
             if name not in self.by_name:
