@@ -703,8 +703,13 @@ class ResultCache:
             return False
         return True
 
-    def store_analysis(self, key: str, record: AnalysisRecord) -> None:
+    def store_analysis(self, key: str, record: AnalysisRecord) -> bytes:
+        """Write the record; its bytes (what a read of the entry decodes). Each group keeps
+        its findings as stored, so that writing it again does not encode them again."""
         groups = [_group_data(group) for group in record.groups]
+        for group, data in zip(record.groups, groups):
+            if group.stored is None:
+                group.stored = data["findings"]
         facts = {display: [first, sorted(lines.items())] for display, (first, lines) in record.facts.items()}
         reported = None
         if record.reported is not None:
@@ -717,8 +722,9 @@ class ResultCache:
             for display, found in record.reported.items():
                 same = _same_findings(found, engine.get(display, []))
                 reported[display] = None if same else [finding_to_data(f) for f in found]
-        data = {"hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported}
-        self._write(self._analysis_entry(key, record.hashes), sealed(key, data), "analysis-*.json")
+        entry = sealed(key, {"hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported})
+        self._write(self._analysis_entry(key, record.hashes), entry, "analysis-*.json")
+        return entry
 
     def _mark_folder(self) -> None:
         mark_cache_folder(self.folder)

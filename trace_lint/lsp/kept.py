@@ -261,10 +261,13 @@ class KeptResultCache(ResultCache):
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> None:
         def write() -> None:
-            ResultCache.store_analysis(self, key, record)
-            # The next check reads this record first: decoded now, after the publish.
+            data = ResultCache.store_analysis(self, key, record)
+            # The next check reads this record first: what decoding the bytes just written
+            # gives is the record itself, its findings decoded (a read of other bytes, a
+            # damaged entry, misses this and is decoded and checked as any other).
             files = frozenset(record.hashes)
-            self._read(self._analysis_entry(key, record.hashes), lambda data: self._decode_analysis(data, key, files))
+            reported = None if record.reported is None else dict(record.reported)
+            self._decoded[(data, key, files)] = AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=files)
 
         self._pending.append(write)
 
