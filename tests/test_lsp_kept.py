@@ -362,3 +362,50 @@ async def test_facts_kept_in_memory_only_are_written_at_shutdown(tmp_path: Path)
         assert content_digest(MODEL.encode()) in outlines_on_disk()  # the first text's too
     finally:
         server._executor.shutdown(wait=True)
+
+
+def _record_data(record) -> dict:
+    from trace_lint.driver.cache import finding_to_data
+
+    def findings(found) -> list:
+        return sorted(json.dumps(finding_to_data(f), sort_keys=True) for f in found)
+
+    groups = [
+        (list(g.members), sorted(g.dependent), sorted(g.searches.tokens), sorted(g.searches.calls), sorted(g.searches.defs), sorted((k, sorted(v)) for k, v in g.kinds.items()), findings(g.findings))
+        for g in record.groups
+    ]
+    facts = {display: (first, sorted(lines.items())) for display, (first, lines) in record.facts.items()}
+    reported = None if record.reported is None else {display: findings(found) for display, found in record.reported.items()}
+    return {"hashes": record.hashes, "groups": groups, "facts": facts, "reported": reported, "files": sorted(record.files)}
+
+
+def test_the_record_kept_after_a_write_is_what_decoding_its_bytes_gives(workspace: Path):
+    """After each check the server keeps the analysis record it wrote as the decoding of the
+    bytes written (its findings decoded); a read of those bytes from disk, checked and
+    completed field by field, gives the same record, after an edit as after the first check."""
+    from trace_lint.core.config import load_settings
+    from trace_lint.driver.cache import ResultCache
+    from trace_lint.driver.checker import check
+    from trace_lint.lsp import kept
+
+    settings = load_settings(workspace)
+    cache = kept.KeptResultCache(workspace / ".trace-lint-cache")
+    inputs, parses = kept.KeptInputs(), kept.KeptParses()
+    model = workspace / "model.py"
+    compared = 0
+    for text in (MODEL, MODEL + "\n\nVALUE = 1\n", MODEL.replace("def ", "def  ", 1)):
+        inputs.begin(settings)
+        with parses:
+            check([model], settings, sources={model: text}, cache=cache, whole_program=True, root=settings.root, inputs=inputs)
+        parses.keep_used()
+        inputs.end()
+        cache.end()
+        before = set(cache._decoded)
+        cache.flush()
+        for memo in set(cache._decoded) - before:
+            data, key, files = memo
+            fresh = ResultCache(cache.folder)._decode_analysis(data, key, files)
+            assert ResultCache(cache.folder).complete(fresh)
+            assert _record_data(cache._decoded[memo]) == _record_data(fresh)
+            compared += 1
+    assert compared >= 2
