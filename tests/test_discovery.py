@@ -100,7 +100,13 @@ def test_display_paths_are_what_relpath_gives(tmp_path, monkeypatch):
     from trace_lint.frontend.discovery import display_path
 
     monkeypatch.chdir(tmp_path)
+    inside = str(tmp_path)
     shapes = ["a/b.py", "./a/b.py", "a/./b.py", "a/../b.py", "../x/y.py", "a//b.py", "b.py", ".", "..", str(tmp_path / "a.py"), str(tmp_path.parent / "x.py"), "/"]
-    for shape in shapes:
-        for path in (Path(shape), shape):
-            assert display_path(path) == os.path.relpath(path), shape
+    # Absolute: inside the working folder, plain or not, the folder itself, and a sibling
+    # folder whose name starts with the working folder's.
+    shapes += [inside + "/a/b.py", inside + "/a/./b.py", inside + "/a/../b.py", inside + "//a.py", inside + "/a//b.py", inside, inside + "/", inside + "x/a.py", inside + "/../" + tmp_path.name + "/a.py"]
+    for folder in (tmp_path, Path("/")):
+        monkeypatch.chdir(folder)
+        for shape in [*shapes, "/a/b.py", "/a/./b.py", "//a.py"]:
+            for path in (Path(shape), shape):
+                assert display_path(path) == os.path.relpath(path), (folder, shape)

@@ -303,8 +303,15 @@ def _walk(top: Path, excluder: _Excluder, result: Discovery, add) -> None:
 def display_path(path: Path) -> str:
     """Paths relative to the working directory where possible, as ruff prints them."""
     text = str(path)
-    if not os.path.isabs(text) and _plain_relative(text):
-        return text  # what relpath gives: nothing to normalise
+    if not os.path.isabs(text):
+        if _plain_relative(text):
+            return text  # what relpath gives: nothing to normalise
+    else:
+        # A plain path inside the working folder (what discovery makes): the rest after it.
+        folder = os.getcwd()
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        if text.startswith(prefix) and _plain_relative(text[len(prefix) :]):
+            return text[len(prefix) :]
     try:
         return os.path.relpath(path)
     except ValueError:
