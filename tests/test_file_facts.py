@@ -5,6 +5,7 @@ about contents it has not seen. Every test compares with a run without the cache
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from trace_lint.frameworks import prefilter_for
 from trace_lint.frontend.prefilter import Prefilter
 
 from .cache_entries import header, payload, resealed
+from .cli_helpers import FIXTURES, REPO
 from .test_analysis_reuse import _project
 
 
@@ -348,3 +350,133 @@ def test_a_damaged_outline_is_never_served(fault, tmp_path, monkeypatch):
     served, uncached, outlined, _cache = _damaged_run(tmp_path, monkeypatch, _outlines_entry, OUTLINE_FAULTS[fault], Outlined)
     assert served == uncached
     assert len(outlined) > 2  # outlined again, not served
+
+
+# -- outlines in parts -----------------------------------------------------------------------
+PARTS_SHAPES = '''"""Module docstring.
+def not_a_def_at_column_zero(): inside the docstring
+"""
+import os
+from . import sibling
+from .deep import name as alias
+
+CONSTANT = 1; OTHER = (2,
+3)
+
+
+@decorator(
+    argument)
+@second
+def decorated(x):
+    return x
+
+
+async def coroutine():
+    await thing()
+
+
+class Model(Base):
+    attribute = 1
+
+    def forward(self, x):
+        return x
+
+    class Inner:
+        def method(self):
+            pass
+
+
+if CONSTANT:
+    def conditional():
+        pass
+else:
+    conditional = None
+
+try:
+    import fast
+except ImportError:
+    fast = None
+finally:
+    cleanup = True
+
+TEMPLATE = """
+def inside_a_string():
+    pass
+class AlsoInside:
+"""
+
+
+def after_string():
+    x = [
+1, 2]
+    return x
+
+
+class Model(Other):
+    def forward(self, y):
+        return y
+'''
+
+
+# The same without the strings that hold a `def` or `class` at the start of a line.
+PARTS_SHAPES_CUTTABLE = PARTS_SHAPES.replace("def not_a_def_at_column_zero(): inside the docstring\n", "").replace(
+    'TEMPLATE = """\ndef inside_a_string():\n    pass\nclass AlsoInside:\n"""\n', "TEMPLATE = None\n"
+)
+
+
+@pytest.mark.parametrize("part_lines", [1, 2, 3, 5, 8, 13])
+def test_an_outline_in_parts_is_the_whole_outline(part_lines, tmp_path, monkeypatch):
+    """A long text outlined a part at a time gives the facts the whole text's outline gives
+    (`_outline_data`), wherever the parts are cut: decorators, statements across lines,
+    redefinitions, relative imports. Where a cut falls inside a string that holds a `def`
+    at the start of a line, the part before it does not parse and the whole text is
+    outlined instead: loading reads the same either way."""
+    from trace_lint.semantic import project
+
+    path = tmp_path / "pkg" / "mod.py"
+    path.parent.mkdir()
+    for text, always in ((PARTS_SHAPES_CUTTABLE, True), (PARTS_SHAPES, False)):
+        assert "inside_a_string" not in text or not always
+        path.write_text(text)
+        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 10**9)
+        whole = _outline_of(path, ("pkg.mod",), False)
+        monkeypatch.setattr(project, "OUTLINE_PART_LINES", part_lines)
+        parts = project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
+        assert parts == whole if always else parts in (None, whole)
+        assert _outline_of(path, ("pkg.mod",), False) == whole  # whichever way loading went
+    # A cut inside the docstring: the whole outline.
+    assert part_lines > 1 or project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), PARTS_SHAPES, None) is None
+
+
+def test_outlines_in_parts_of_this_repository_are_the_whole_outlines(monkeypatch):
+    """Every source file of trace-lint itself, cut into parts of 3 lines where it can be."""
+    from trace_lint.semantic import project
+
+    compared = 0
+    for path in sorted((REPO / "trace_lint").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 10**9)
+        whole = _outline_of(path, ("pkg.mod",), path.name == "__init__.py")
+        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 3)
+        parts = project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
+        if parts is not None:
+            assert parts == whole, path
+            compared += 1
+    assert compared > 50
+
+
+def test_a_long_file_outlined_in_parts_gives_the_same_findings(tmp_path, monkeypatch):
+    """The command line on a project whose files are outlined in parts (3 lines) and whole."""
+    project_root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "interprocedural", project_root)
+    monkeypatch.chdir(project_root)
+
+    def run(part_lines: int) -> set:
+        from trace_lint.semantic import project
+
+        monkeypatch.setattr(project, "OUTLINE_PART_LINES", part_lines)
+        found, errors = _findings(project_root, None)
+        assert not errors
+        return {(filename, row, code, json.dumps(chains)) for filename, row, code, chains in found}
+
+    assert run(3) == run(10**9) != set()

@@ -70,6 +70,7 @@ class KeptParses:
         if self._shared is None:
             shared = SharedParses()
             shared.outlines, shared.trees, shared.spans = _UsedDict(), _UsedDict(), _UsedDict()
+            shared.outline_facts.known = _UsedDict()
             self._shared = shared
         self._shared.__enter__()
         return self
@@ -80,11 +81,16 @@ class KeptParses:
     def keep_used(self) -> None:
         """Drop what the check just made did not use."""
         shared = self._shared
-        if shared is None or not (shared.outlines.used or shared.trees.used or shared.spans.used):
+        if shared is None:
+            return
+        facts = shared.outline_facts
+        if not (shared.outlines.used or shared.trees.used or shared.spans.used or facts.known.used):
             return
         shared.outlines.forget_unused()
         shared.trees.forget_unused()
         shared.spans.forget_unused()
+        facts.known.forget_unused()
+        facts.used = {}
 
     def sizes(self) -> Optional[tuple[int, int, int]]:
         """(outlines, trees, position maps) kept; None before the first check."""

@@ -125,7 +125,10 @@ class SharedParses:
     active: Optional["SharedParses"] = None
 
     def __init__(self) -> None:
+        # Outlines that cannot be kept as facts (the text was reduced or refused); the rest
+        # are kept as their facts, not as `ast` trees (a 50,000-line file's tree is 240 MB).
         self.outlines: dict[tuple[str, str], syntax_limits.Outline] = {}
+        self.outline_facts = KnownOutlines()
         self.trees: dict[tuple[str, int, bool, str], cst.Module] = {}
         self.spans: dict[int, tuple[cst.Module, int, dict]] = {}
         self._outer: Optional["SharedParses"] = None
@@ -151,7 +154,9 @@ def _outline(module: "ModuleInfo", text: str, digest: Optional[str] = None):
     key = (module.display_path, text)
     checked = shared.outlines.get(key)
     if checked is None:
-        checked = shared.outlines[key] = syntax_limits.read(text, digest)
+        checked = syntax_limits.read(text, digest)
+        if checked.tree is None or checked.reduced or checked.text != text:
+            shared.outlines[key] = checked  # else the loading module keeps its facts
     return checked
 
 
@@ -363,10 +368,18 @@ class ModuleInfo:
             return
         ModuleInfo.parsed_count += 1
         known = KnownOutlines.active
+        if known is None and SharedParses.active is not None:
+            known = SharedParses.active.outline_facts  # kept for the run's other copies
         digest = syntax_limits.text_digest(self.source.text) if known is not None else None
         key = (digest, self.names, self.is_package)
         if known is not None and self._install_outline(known.lookup(key)):
             self._ok = True
+            return
+        facts = _outline_in_parts(self, self.source.text, digest)
+        if facts is not None and self._install_outline(facts):
+            self._ok = True
+            if known is not None:
+                known.put(key, facts)
             return
         # Measured before any parser that can crash sees it; `text` keeps every position.
         checked = _outline(self, self.source.text, digest)
@@ -722,6 +735,13 @@ def _outline_statement_lines(tree: ast.Module, text: str) -> dict[int, int]:
     `statement_first_lines`): each line after the first of a simple statement (on its own
     line) or of a compound statement's header maps to the first."""
     mapping: dict[int, int] = {}
+    _statement_lines_of(text, mapping)(tree.body)
+    return mapping
+
+
+def _statement_lines_of(text: str, mapping: dict[int, int]) -> Callable[[list], None]:
+    """What `_outline_statement_lines` does to a list of top-level statements, into
+    `mapping`: called once with the module's body, or with its parts in order."""
     lines = split_lines(text)
     if lines and lines[-1] == "":
         lines.pop()
@@ -766,8 +786,97 @@ def _outline_statement_lines(tree: ast.Module, text: str) -> dict[int, int]:
         for case in getattr(statement, "cases", []):
             block(case.body)
 
-    block(tree.body)
-    return mapping
+    return block
+
+
+# Texts longer than this are outlined by `ast` a part at a time (`_outline_in_parts`): a
+# 50,000-line file's whole tree takes 240 MB at once.
+OUTLINE_PART_LINES = 2000
+_PART_START = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
+
+
+def _outline_in_parts(module: ModuleInfo, text: str, digest: Optional[str]) -> Optional[OutlineFacts]:
+    """The outline facts of a long text (what `_split` and the suppressions read, as
+    `_outline_data` gives them), from `ast` trees of its parts, each dropped once read: the
+    text is cut before a top-level `def`, `class` or first decorator at least
+    `OUTLINE_PART_LINES` lines after the last cut. A part that does not parse on its own (a
+    cut inside a string, a text with a syntax error), a text the syntax limits refuse, reduce
+    or rewrite, or one without a cut: None (the whole text is outlined at once). A cut
+    inside a statement leaves the part before it unfinished, which `ast` refuses."""
+    starts = [0, *(m.end() for m in _LINE_END.finditer(text))]  # starts[n - 1]: line n
+    if len(starts) <= OUTLINE_PART_LINES:
+        return None
+    cuts = [1]
+    decorated = False  # the last line of code began with a decorator
+    for number in range(2, len(starts) + 1):
+        begin = starts[number - 1]
+        head = text[begin : begin + 6]
+        if not head or head[0] in " \t\f\r\n#":
+            continue
+        if number - cuts[-1] >= OUTLINE_PART_LINES and not decorated and _PART_START.match(text, begin):
+            cuts.append(number)
+        decorated = head[0] == "@"
+    if len(cuts) == 1:
+        return None
+    prepared = syntax_limits.prepare(text, digest)
+    if prepared.refusal is not None or prepared.reduced or prepared.text != text:
+        return None
+    scratch = _OutlineScratch(module)
+    reader = _OutlineReader(scratch, {})
+    statement_lines: dict[int, int] = {}
+    lines_of = _statement_lines_of(text, statement_lines)
+    spans: list[tuple[int, int]] = []
+    first_code_line: Optional[int] = None
+    index = 0
+    bounds = [*(starts[cut - 1] for cut in cuts), len(text)]
+    for cut, begin, end in zip(cuts, bounds, bounds[1:]):
+        try:
+            part = ast.parse("\n" * (cut - 1) + text[begin:end])
+        except (SyntaxError, RecursionError, ValueError, MemoryError):
+            return None
+        for statement in part.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                spans.append((min([statement.lineno, *(d.lineno for d in statement.decorator_list)]), statement.end_lineno or statement.lineno))
+                chunk: object = len(spans)
+            else:
+                chunk = 0  # the rest of the module
+            reader._statement(statement, chunk, in_class=False)  # type: ignore[arg-type]
+            if first_code_line is None and _is_code_line(statement, index):
+                first_code_line = statement.lineno
+            index += 1
+        lines_of(part.body)
+        del part
+    return OutlineFacts(
+        tuple(spans),
+        dict(scratch._owner),
+        {name: tuple(held) for name, held in scratch._method_chunks.items()},
+        dict(scratch.imports),
+        frozenset(scratch.globals),
+        {name: tuple(found) for name, found in scratch.global_bindings.items()},
+        first_code_line,
+        statement_lines,
+    )
+
+
+class _OutlineScratch:
+    """What `_OutlineReader` writes, for `_outline_in_parts`: chunks are their numbers in
+    `OutlineFacts` (0: the rest of the module)."""
+
+    def __init__(self, module: ModuleInfo):
+        self.names, self.name, self.is_package = module.names, module.name, module.is_package
+        self._rest = 0
+        self._owner: dict[str, int] = {}
+        self._method_chunks: dict[str, list[int]] = {}
+        self.imports: dict[str, str] = {}
+        self.globals: set[str] = set()
+        self.global_bindings: dict[str, list] = {}
+
+
+def _is_code_line(node: ast.stmt, index: int) -> bool:
+    """Whether the module's `index`-th statement is code `_outline_first_code_line` stops at."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return False
+    return not (index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
 
 
 def _outline_first_code_line(tree: ast.Module) -> Optional[int]:
