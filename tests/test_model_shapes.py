@@ -471,3 +471,18 @@ def test_the_ttnn_module_kept_on_self_or_aliased_by_a_local_is_ttnn(monkeypatch)
     # The prefilter only skips work: every file searched, the same findings.
     monkeypatch.setenv("TRACE_LINT_PREFILTER", "off")
     assert finding_set(PROJECTS / "module_aliases") == expected
+
+
+def test_an_attribute_that_only_ever_holds_host_metadata_is_host_metadata():
+    # `KeptAddressExecutor` keeps the trace input's address as `self.input_trace_addr` before
+    # the capture and compares the next input's address with it inside the region
+    # (executors.py:28, 36): every value its class stores in the attribute is host metadata
+    # (`buffer_address()`, a `None` placeholder aside), so the test reads host metadata only:
+    # no TRC201. `self.fast` holds only literals, but two of them, switched by `slow_down()`
+    # (14, 18): it can differ at replay (TRC201, 38); `self.width` holds a shape in one
+    # method and a parameter's value in another (15, 22): TRC201 (40). `BatchedExecutor`
+    # keeps only `x.shape[0]` as `self.batch` (53, 57): host metadata, no TRC201 (64).
+    assert finding_set(PROJECTS / "kept_address") == {
+        ("executors.py", 38, "TRC201"),
+        ("executors.py", 40, "TRC201"),
+    }

@@ -107,10 +107,15 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
     """Whether a test reads only what cannot differ between capture and replay: host
     metadata of tensors (`x.shape[-1] > 32`, `t.is_allocated()`), types (`isinstance`),
     literals, and module-level constants or imported names (`x.layout == ttnn.TILE_LAYOUT`)."""
+    return _fixed(context, context.function, context.module, expr, set())
+
+
+def _fixed(context: RuleContext, function, module, expr: cst.BaseExpression, attributes: set) -> bool:
+    """`fixed_for_the_program` of an expression read in `function` of `module`; `attributes`:
+    the (class, attribute) pairs already being judged (an attribute stored from itself)."""
     from ..semantic.bindings import local_names
 
     metadata = context.tables.host_metadata
-    function = context.function
     locals_ = local_names(function) if function is not None else frozenset()
     stack: list[cst.CSTNode] = [expr]
     seen: set[int] = set()
@@ -130,22 +135,23 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
                 stack.extend(v for v in values if id(v) not in seen)
                 seen.update(id(v) for v in values)
                 continue
-            module = context.module
             if node.value in module.globals or node.value in module.imports or node.value in module.top_level:
                 continue
             return False
         if isinstance(node, cst.Attribute):
             if node.attr.value in metadata.attributes or node.attr.value in context.tables.tensor.metadata_attributes:
                 continue  # the receiver's metadata, whatever the receiver
-            if context.qualified_name(node) is not None:
+            if context.facts.qualified_name(node, module, function) is not None:
                 continue  # a module attribute: `ttnn.TILE_LAYOUT`, `config.DEBUG`
+            if _metadata_attribute(context, function, node, attributes):
+                continue  # `self.addr`, every value of which is `t.buffer_address()`
             return False
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
                 stack.extend(a.value for a in node.args)
                 continue
-            if context.qualified_name(func) in metadata.functions:
+            if context.facts.qualified_name(func, module, function) in metadata.functions:
                 continue  # `ttnn.get_memory_config(t)`: the function form of a metadata method
             if isinstance(func, cst.Name) and func.value in metadata.type_tests and func.value not in locals_:
                 continue  # `isinstance(x, T)`: types are fixed
@@ -172,6 +178,48 @@ def fixed_for_the_program(context: RuleContext, expr: cst.BaseExpression) -> boo
         else:
             return False
     return True
+
+
+def _metadata_attribute(context: RuleContext, function, node: cst.Attribute, attributes: set) -> bool:
+    """`self.<attribute>` every value of which, in every method of the class that stores it, is
+    host metadata (`self.addr = t.buffer_address()`; a `None` placeholder aside): metadata
+    follows values, as for a local. Literals alone do not make one: two of them are a switch
+    (`self.fast = True`, later `False`) that can differ at replay."""
+    from ..semantic.receivers import is_receiver
+
+    if function is None or function.cls is None or not is_receiver(node.value, function, node):
+        return False
+    key = (id(function.cls), node.attr.value)
+    if key in attributes:
+        return False
+    attributes.add(key)
+    values = function.cls.attribute_values.get(node.attr.value, ())
+    stored = [(method, value) for method, value in values if not is_none(value)]
+    return bool(stored) and all(
+        _reads_metadata(context, method, value) and _fixed(context, method, method.module, value, attributes)
+        for method, value in stored
+    )
+
+
+def _reads_metadata(context: RuleContext, function, expr: cst.BaseExpression) -> bool:
+    """The expression reads some host metadata of a tensor (`t.buffer_address()`, `x.shape[0]`),
+    not only literals and constants."""
+    metadata = context.tables.host_metadata
+    tensor = context.tables.tensor
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and (node.attr.value in metadata.attributes or node.attr.value in tensor.metadata_attributes):
+            return True
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
+                return True
+            if context.facts.qualified_name(func, function.module, function) in metadata.functions:
+                return True
+        if not isinstance(node, (cst.Lambda, cst.BaseComp)):
+            stack.extend(children(node))
+    return False
 
 
 def _bound_values(function, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
