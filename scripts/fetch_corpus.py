@@ -63,7 +63,7 @@ PLATFORMS = [
     "linux_x86_64",
 ]
 KEEP_SUFFIXES = (".py", ".pyi")
-# Corpora 2-5 ("N req req ..." lines); corpus 1 is PACKAGES above.
+# Corpora 2 and up ("N req req ..." lines); corpus 1 is PACKAGES above.
 CORPORA_FILE = Path(__file__).with_name("corpora.txt")
 SDIST_ONLY |= {"mamba-ssm", "flash-attn"}
 
@@ -76,6 +76,16 @@ def corpus_packages(number: int) -> list[tuple[str, str]]:
         if fields and fields[0] == str(number):
             return [(req.split("==")[0], req) for req in fields[1:]]
     raise SystemExit(f"no corpus {number} in {CORPORA_FILE}")
+
+
+def corpus_numbers() -> list[int]:
+    """1 (PACKAGES above) and every number that starts a line of corpora.txt."""
+    numbers = {1}
+    for line in CORPORA_FILE.read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0].isdigit():
+            numbers.add(int(fields[0]))
+    return sorted(numbers)
 
 
 def pip_download(requirement: str, dest: Path, log: list[str], sdist_only: bool) -> Path | None:
@@ -145,7 +155,7 @@ def main() -> int:
         "torch importable by this Python, located without importing it)",
     )
     parser.add_argument(
-        "--corpus", type=int, choices=range(1, 6), dest="number",
+        "--corpus", type=int, choices=corpus_numbers(), dest="number",
         help="fetch corpus N into CORPUS_DIR/corpusN/ (default: corpus 1 into CORPUS_DIR)",
     )
     args = parser.parse_args()

@@ -953,18 +953,33 @@ class MissingWarmUp(Rule):
                 for node in method.nodes
             )
         ]
-        for method in methods:
-            receiver = receiver_parameter(method)
-            regions = self.facts.regions_in(method)
-            for node in method.nodes:
-                if (
-                    isinstance(node, cst.Call)
-                    and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value in helper.stored
-                    and isinstance(node.func.value, cst.Name)
-                    and node.func.value.value == receiver
-                    and not any(r.contains(node) for r in regions)
-                ):
+        seen: set[int] = set()
+        return any(self._method_runs_stored(helper, method, seen) for method in methods)
+
+    def _method_runs_stored(self, helper, method: FunctionInfo, seen: set[int], depth: int = 0) -> bool:
+        """The method calls the stored callable (`self._fn(x)`) outside its regions and not
+        after them, itself or through a method of the class it calls so, any number of frames
+        down (`self.warmup(x)` whose loop runs `self.encoder(x)`)."""
+        if id(method) in seen or depth > 8:
+            return False
+        seen.add(id(method))
+        receiver = receiver_parameter(method)
+        if receiver is None:
+            return False
+        regions = self.facts.regions_in(method)
+        own = {id(m) for m in helper.cls.methods.values()}
+        for node in method.nodes:
+            if not (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == receiver
+            ) or any(r.contains(node) or runs_after_region(r, node) for r in regions):
+                continue
+            if node.func.attr.value in helper.stored:
+                return True
+            for target in self.facts.targets(node, method):
+                if id(target.function) in own and self._method_runs_stored(helper, target.function, seen, depth + 1):
                     return True
         return False
 

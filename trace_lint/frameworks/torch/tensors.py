@@ -141,6 +141,7 @@ class TorchFacts:
             return self._kind_of(expr.expression)
         if not isinstance(expr, cst.Call):
             return None
+        expr = self._through_partial(expr)
         created = self.creation_device(expr)
         if created is not None:
             return created
@@ -172,6 +173,42 @@ class TorchFacts:
         if method in api.value_methods or method in api.boolean_methods:
             return self._kind_of(receiver)
         return None
+
+    def _through_partial(self, call: cst.Call) -> cst.Call:
+        """`zeros(n)` where every binding of the local `zeros` reaching the call is
+        `functools.partial(torch.zeros, device=d, ...)`: the creation call the partial makes,
+        its positional arguments first and the call's after, the call's keywords winning over
+        the partial's, as in Python. Any other call is itself."""
+        func = call.func
+        function = self.function
+        if not isinstance(func, cst.Name) or function is None or not function.bindings.binds(func.value):
+            return call
+        api = tables().torch
+        made: set[str] = set()
+        merged: Optional[cst.Call] = None
+        for binding in function.bindings.reaching(func.value, call):
+            value = binding.value
+            if (
+                binding.kind != "assign"
+                or not isinstance(value, cst.Call)
+                or self.qualified(value.func) not in tables().python.partial
+                or not value.args
+                or value.args[0].keyword is not None
+                or value.args[0].star
+                or any(arg.star for arg in value.args[1:])
+            ):
+                return call
+            wrapped = value.args[0].value
+            name = self.qualified(wrapped)
+            if name not in api.creators and name not in api.like_creators and name not in api.host_creators:
+                return call
+            if any(arg.star for arg in call.args):
+                return call
+            given = [*value.args[1:], *call.args]
+            positional = [arg for arg in given if arg.keyword is None]
+            merged = cst.Call(func=wrapped, args=[*positional, *(arg for arg in given if arg.keyword is not None)])
+            made.add(self.module.normalized(value))
+        return merged if merged is not None and len(made) == 1 else call
 
     def _made_with_device(self, call: cst.Call) -> bool:
         """A creation given a device that is not known to be the host."""
