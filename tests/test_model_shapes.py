@@ -486,3 +486,12 @@ def test_an_attribute_that_only_ever_holds_host_metadata_is_host_metadata():
         ("executors.py", 38, "TRC201"),
         ("executors.py", 40, "TRC201"),
     }
+
+
+def test_a_tensor_sliced_out_of_a_trace_input_is_a_new_tensor_to_free():
+    # `body` cuts `trace_in[:, :, :, :32]` and friends out of its parameter and frees them
+    # once used (a slice op makes each a new tensor); `run` captures `body(x, ...)`, frees a
+    # slice of `x` in the region itself and hands another slice whole to `consume`, which
+    # frees its parameter: all intermediates, none of them `x` (packed.py:27, 30 were TRC302
+    # before). `consume(y)` in `run_consumed` frees the trace input itself (43).
+    assert finding_set(PROJECTS / "sliced_inputs") == {("packed.py", 43, "TRC302")}

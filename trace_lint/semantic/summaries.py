@@ -114,6 +114,26 @@ def _bound_path(name: cst.Name, function: FunctionInfo, depth: int) -> Optional[
     return None
 
 
+def sliced_anew(expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> bool:
+    """The value is a new one sliced out of another: a subscript with a slice in it
+    (`t[:, :, :32]`, `t[1:]`), or a local every binding of which that reaches it is one. Freed
+    itself, or handed whole to a helper that frees its parameter, it is that new value that is
+    freed: a list's slice is a new list (which no free takes), a tensor's a new tensor made by
+    a slice op, never the tensor it was cut from. (Iterated, a list's slice still holds the
+    list's own elements: `for t in outs[1:]` frees `outs[]`, which this does not change.)"""
+    if isinstance(expr, cst.Subscript):
+        return any(isinstance(element.slice, cst.Slice) for element in expr.slice)
+    if not isinstance(expr, cst.Name) or depth >= 4 or not function.bindings.binds(expr.value):
+        return False
+    reaching = function.bindings.reaching(expr.value, expr)
+    return bool(reaching) and all(
+        binding.kind in ("assign", "annassign")
+        and binding.value is not None
+        and sliced_anew(binding.value, function, depth + 1)
+        for binding in reaching
+    )
+
+
 def _holds_parameter(path: str, node: cst.CSTNode, function: FunctionInfo, parameters: set[str]) -> bool:
     """The path starts at a parameter that still holds what the caller passed where the node
     runs: after `x = ttnn.layer_norm(x)` a free of `x` frees the new value, not the argument."""
@@ -318,6 +338,8 @@ class Summaries:
                 continue
             direct = self.freed_expression(node, function)
             if direct is not None:
+                if sliced_anew(direct, function):
+                    continue  # a new tensor cut from a parameter, not the parameter
                 path = path_of(direct, function)
                 for held in _held_paths(path, node, function):
                     if _holds_parameter(held, node, function, parameters):
@@ -337,7 +359,12 @@ class Summaries:
             return ()
         callee = targets[0].function
         out = []
-        for freed in self.frees(callee):
+        frees = self.frees(callee)
+        arguments = self.resolver.bind_arguments(call, function, callee).by_parameter if frees else {}
+        for freed in frees:
+            handed = arguments.get(freed.path)
+            if handed is not None and sliced_anew(handed, function):
+                continue  # the helper frees its parameter whole: the new slice it was handed
             path = self.to_caller(freed.path, call, function, callee)
             if path is not None:
                 step = Step(function.module, call, f"`{function.qualname}` calls `{callee.qualname}`")
