@@ -154,6 +154,9 @@ def test_watch_checks_again_after_a_change(tmp_path):
     process = subprocess.Popen(
         [cli_path(), "check", "--watch", "--no-cache", "--output-format", "concise", "."],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # Ctrl-C stops the watch, as at a terminal: a suite run as a background job inherits
+        # SIGINT ignored, which the watcher would then never see.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(line.decode() for line in process.stdout), daemon=True).start()
