@@ -444,6 +444,12 @@ def test_an_outline_in_parts_is_the_whole_outline(part_lines, tmp_path, monkeypa
         parts = project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
         assert parts == whole if always else parts in (None, whole)
         assert _outline_of(path, ("pkg.mod",), False) == whole  # whichever way loading went
+    # A text the syntax limits reduce (an over-long chain): the whole outline, which reads
+    # the reduced text.
+    from trace_lint.frontend.syntax_limits import CHAIN_LIMIT
+
+    chained = PARTS_SHAPES_CUTTABLE + "\nX = " + " + ".join(["1"] * (CHAIN_LIMIT + 5)) + "\n"
+    assert project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), chained, None) is None
     # A cut inside the docstring: the whole outline.
     assert part_lines > 1 or project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), PARTS_SHAPES, None) is None
 

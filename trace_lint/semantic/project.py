@@ -818,9 +818,6 @@ def _outline_in_parts(module: ModuleInfo, text: str, digest: Optional[str]) -> O
         decorated = head[0] == "@"
     if len(cuts) == 1:
         return None
-    prepared = syntax_limits.prepare(text, digest)
-    if prepared.refusal is not None or prepared.reduced or prepared.text != text:
-        return None
     scratch = _OutlineScratch(module)
     reader = _OutlineReader(scratch, {})
     statement_lines: dict[int, int] = {}
@@ -846,6 +843,11 @@ def _outline_in_parts(module: ModuleInfo, text: str, digest: Optional[str]) -> O
             index += 1
         lines_of(part.body)
         del part
+    # Asked last (`ast` refuses cleanly whatever the text): where a part fails, the whole
+    # outline scans the text once, not twice.
+    prepared = syntax_limits.prepare(text, digest)
+    if prepared.refusal is not None or prepared.reduced or prepared.text != text:
+        return None
     return OutlineFacts(
         tuple(spans),
         dict(scratch._owner),
