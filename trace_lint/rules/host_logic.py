@@ -10,6 +10,7 @@ from ._common import device_value_in, enclosing_statement, fixed_for_the_program
 from ..semantic.receivers import receiver_parameter
 from ..semantic.bindings import assignment_targets, single_assignment
 from ..frontend.syntax_walk import preorder
+from ..semantic.nodes import is_sliced
 from ..semantic.project import FunctionInfo
 from ..core.api_tables import tables
 from ..frameworks.effects import Effect
@@ -580,7 +581,7 @@ class HostSideEffect(_HostLogicRule):
         if isinstance(value, cst.Call):
             name = context.qualified_name(value.func)
             return not (name in HOST_BUILTINS or _is_host_library(context, value))
-        if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
+        if is_sliced(value):
             return True  # `buf[:bs]`: a view of a buffer, what tensor code stores and copies
         if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call) and not _host_metadata_call(context, value.value):
             return self._device_work_output(value.value, _seen)  # `model(x)[0]`: an element of what it returned

@@ -14,7 +14,7 @@ from ..semantic.bindings import assignment_targets, class_bindings, names_bound_
 from ..semantic.dataflow import accesses
 from ..semantic.project import FunctionInfo
 from ..frameworks.region import Region
-from ..semantic.nodes import iter_body_nodes
+from ..semantic.nodes import is_sliced, iter_body_nodes
 from ..frontend.syntax_walk import children
 from ._common import has_star_kwargs, is_none, keyword
 from ..semantic.calls import Target
@@ -488,12 +488,6 @@ class StaleTraceInput(Rule):
             self.report(statement, f"`{name}` is a trace input; rebinding it makes a new tensor that replay never reads; copy into it instead", module=region.module)
 
 
-def _sliced(expr: cst.BaseExpression) -> bool:
-    """`x[:n]`, `x[a:b, :m]`: a slice (not an element) of what the subscript reads; sliced
-    containers of user objects are lists, whose methods are not a tensor's."""
-    return isinstance(expr, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in expr.slice)
-
-
 _IDENTIFIER = r"(?<![.\w]){}\b"
 # How many frames down a warm-up is looked for.
 _WARM_UP_DEPTH = 6
@@ -704,7 +698,7 @@ class MissingWarmUp(Rule):
                     and self.facts.holds_library_elements(function, element_of.attr.value)
                 ):
                     continue  # `self.outputs[n].copy_(y)`: a buffer a torch op made, copied into
-                if _sliced(func.value) and self.facts.is_tensor_method(func.attr.value):
+                if is_sliced(func.value) and self.facts.is_tensor_method(func.attr.value):
                     continue  # `self.logits[:n].copy_(y)`: a slice of a buffer, copied into
                 if isinstance(func.value, cst.Attribute) and func.attr.value in tables().host_metadata.methods:
                     continue  # `self.state.mask.data_ptr()`: host metadata, no work at all

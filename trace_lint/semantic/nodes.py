@@ -35,3 +35,9 @@ def always_leaves(body: cst.BaseSuite) -> bool:
 
 def is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def is_sliced(expr: cst.BaseExpression) -> bool:
+    """`x[:n]`, `x[a:b, i]`: a subscript with a slice among its parts (a new tensor, or a
+    view or sublist, rather than one element)."""
+    return isinstance(expr, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in expr.slice)

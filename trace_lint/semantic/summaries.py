@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from .bindings import assignment_targets, target_leaves
-from .nodes import always_leaves
+from .nodes import always_leaves, is_sliced
 from .project import FunctionInfo, ModuleInfo
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def sliced_anew(expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0
     a slice op, never the tensor it was cut from. (Iterated, a list's slice still holds the
     list's own elements: `for t in outs[1:]` frees `outs[]`, which this does not change.)"""
     if isinstance(expr, cst.Subscript):
-        return any(isinstance(element.slice, cst.Slice) for element in expr.slice)
+        return is_sliced(expr)
     if not isinstance(expr, cst.Name) or depth >= 4 or not function.bindings.binds(expr.value):
         return False
     reaching = function.bindings.reaching(expr.value, expr)
