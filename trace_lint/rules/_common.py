@@ -139,7 +139,7 @@ def _fixed(context: RuleContext, function, module, expr: cst.BaseExpression, att
                 continue
             return False
         if isinstance(node, cst.Attribute):
-            if node.attr.value in metadata.attributes or node.attr.value in context.tables.tensor.metadata_attributes:
+            if _metadata_read(context, node, function):
                 continue  # the receiver's metadata, whatever the receiver
             if context.facts.qualified_name(node, module, function) is not None:
                 continue  # a module attribute: `ttnn.TILE_LAYOUT`, `config.DEBUG`
@@ -204,22 +204,28 @@ def _metadata_attribute(context: RuleContext, function, node: cst.Attribute, att
 def _reads_metadata(context: RuleContext, function, expr: cst.BaseExpression) -> bool:
     """The expression reads some host metadata of a tensor (`t.buffer_address()`, `x.shape[0]`),
     not only literals and constants."""
-    metadata = context.tables.host_metadata
-    tensor = context.tables.tensor
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and (node.attr.value in metadata.attributes or node.attr.value in tensor.metadata_attributes):
+        if _metadata_read(context, node, function):
             return True
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
-                return True
-            if context.facts.qualified_name(func, function.module, function) in metadata.functions:
-                return True
         if not isinstance(node, (cst.Lambda, cst.BaseComp)):
             stack.extend(children(node))
     return False
+
+
+def _metadata_read(context: RuleContext, node: cst.CSTNode, function) -> bool:
+    """`x.shape`, `t.buffer_address()`, `ttnn.get_memory_config(t)` read in `function`: what
+    the tables call host metadata, in attribute, method or function form."""
+    metadata = context.tables.host_metadata
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in metadata.attributes or node.attr.value in context.tables.tensor.metadata_attributes
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in metadata.methods:
+        return True
+    return context.facts.qualified_name(func, function.module, function) in metadata.functions
 
 
 def _bound_values(function, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
