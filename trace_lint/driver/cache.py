@@ -47,7 +47,7 @@ from ..core.findings import Edit, Finding, Fix, Location, Related, attach_relate
 from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
-FORMAT = 5
+FORMAT = 6
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
@@ -122,10 +122,12 @@ class ChangedText:
     """A changed file's bytes, with the names it calls and defines read once (every group of
     a record asks)."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, display: str = ""):
         self.data = data
+        self.display = display
         self._called: Optional[set[str]] = None
         self._defined: Optional[set[str]] = None
+        self._parts: dict[tuple, Optional[tuple]] = {}
 
     @property
     def called(self) -> set[str]:
@@ -138,6 +140,30 @@ class ChangedText:
         if self._defined is None:
             self._defined = set(defined_names(self.data))
         return self._defined
+
+    def keeps(self, read: tuple) -> bool:
+        """Whether this text keeps what a run read of the file's earlier text (a
+        `read_parts` entry): the same outline facts and the same text in each chunk it read.
+        Then that run's findings cannot have changed (its positions included: the outline
+        holds every chunk's lines)."""
+        names, is_package, outline, chunks = read
+        key = (names, is_package)
+        if key not in self._parts:
+            from ..frontend.source import decode
+            from ..semantic.project import ModuleInfo
+
+            source = decode(self.data)
+            found = None
+            if source.error is None:
+                module = ModuleInfo(Path(self.display), names, self.display, text=source.text)
+                module.is_package = is_package
+                found = module.parts_signature(range(len(module._chunks) if module.ok else 0))
+            self._parts[key] = found
+        found = self._parts[key]
+        if found is None or found[0] != outline:
+            return False
+        now = dict(found[1])
+        return all(now.get(index) == digest for index, digest in chunks)
 
 
 @dataclass
@@ -152,6 +178,9 @@ class GroupRecord:
     searches: Searches
     findings: list[Finding]
     kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+    # Dependent files it read only in part (`read_parts`): an edit of one that keeps those
+    # parts does not touch it.
+    parts: dict[str, tuple] = field(default_factory=dict)
     # The findings as stored, until `ResultCache.complete` decodes them (a run decodes only
     # the record it uses), and then kept: writing the group again writes them as they were.
     stored: Optional[list] = None
@@ -164,7 +193,10 @@ class GroupRecord:
         if any(member not in admitted for member in self.members):
             return True
         return any(
-            display in self.members or display in self.dependent or self.searches.would_find(text) for display, text in changed.items()
+            display in self.members
+            or (display in self.dependent and not (display in self.parts and text.keeps(self.parts[display])))
+            or self.searches.would_find(text)
+            for display, text in changed.items()
         )
 
 
@@ -200,7 +232,7 @@ class AnalysisRecord:
         content hash and bytes per display path; `admitted`: what the prefilter admits now."""
         if hashes.keys() != self.hashes.keys():
             return None
-        changed = {display: ChangedText(data[display]) for display, content in hashes.items() if content != self.hashes[display]}
+        changed = {display: ChangedText(data[display], display) for display, content in hashes.items() if content != self.hashes[display]}
         members = {member for group in self.groups for member in group.members}
         stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
         return stale, sorted(admitted - members)
@@ -265,7 +297,7 @@ FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_locati
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"files_checked", "findings"})
 ANALYSIS_KEYS = frozenset({"hashes", "groups", "facts", "reported"})
-GROUP_KEYS = frozenset({"members", "dependent", "tokens", "calls", "defs", "kinds", "findings"})
+GROUP_KEYS = frozenset({"members", "dependent", "parts", "tokens", "calls", "defs", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
 
@@ -434,13 +466,28 @@ def _group(value, files: frozenset) -> GroupRecord:
     # Tokens are bytes; latin-1 maps each byte to one character and back.
     searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
     members, dependent = _paths(value["members"], files), set(_paths(value["dependent"], files))
-    return GroupRecord(members, dependent, searches, [], kinds, stored=_list(value["findings"], MAX_INT), decoded=False)
+    parts = {}
+    for item in _list(value["parts"], MAX_INT):
+        display, names, is_package, outline, chunks = _list(item, 5, 5)
+        if display not in dependent or type(is_package) is not bool or type(outline) is not str or not HASH.fullmatch(outline):
+            raise BadEntry("a bad read of a dependent file")
+        read = []
+        for number, digest in (_list(pair, 2, 2) for pair in _list(chunks, MAX_INT)):
+            if type(digest) is not str or not HASH.fullmatch(digest):
+                raise BadEntry("a bad chunk digest")
+            read.append((_int(number, 0), digest))
+        names = tuple(_text(name) for name in _list(names, MAX_INT))
+        if not names:
+            raise BadEntry("a dependent file without a module name")
+        parts[display] = (names, is_package, outline, tuple(read))
+    return GroupRecord(members, dependent, searches, [], kinds, parts, stored=_list(value["findings"], MAX_INT), decoded=False)
 
 
 def _group_data(group: GroupRecord) -> dict:
     return {
         "members": list(group.members),
         "dependent": sorted(group.dependent),
+        "parts": sorted([display, list(names), is_package, outline, [list(pair) for pair in chunks]] for display, (names, is_package, outline, chunks) in group.parts.items()),
         "tokens": sorted(t.decode("latin-1") for t in group.searches.tokens),
         "calls": sorted(group.searches.calls),
         "defs": sorted(group.searches.defs),
@@ -762,3 +809,20 @@ def dependent_files(project) -> set[str]:
     search of every file's text."""
     hits = project.search_hits
     return {m.display_path for m in project.modules if m._loaded or id(m) in hits}
+
+
+def read_parts(project, findings: Iterable[Finding]) -> dict[str, tuple]:
+    """Display path -> (module names, package flag, outline digest, chunk digests) for the
+    dependent files a run read only in part (`ModuleInfo.read_parts`): an edit that keeps
+    that outline and those chunks cannot change its findings. Not for a file a text search
+    returned or that holds a finding (its fixes and messages may read any of its text)."""
+    hits = project.search_hits
+    holding = {f.filename for f in findings}
+    parts = {}
+    for module in project.modules:
+        if not module._loaded or id(module) in hits or module.display_path in holding:
+            continue
+        read = module.read_parts()
+        if read is not None:
+            parts[module.display_path] = (module.names, module.is_package, *read)
+    return parts

@@ -521,7 +521,7 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
         result.errors.extend(error for error in part.internal_errors if error not in result.errors)
     groups = [
         *kept,
-        *(GroupRecord([modules[i].display_path for i in part.share], part.dependent, part.searches, part.findings, part.kinds) for part in parts),
+        *(GroupRecord([modules[i].display_path for i in part.share], part.dependent, part.searches, part.findings, part.kinds, part.parts) for part in parts),
     ]
     findings = union(group.findings for group in groups)
     facts: dict[str, tuple] = {}

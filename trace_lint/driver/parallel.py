@@ -61,6 +61,8 @@ class ShardResult:
     kinds: dict[tuple[str, str], frozenset] = field(default_factory=dict)
     # What the shard's findings can depend on (see cache.dependent_files).
     dependent: set[str] = field(default_factory=set)
+    # The dependent files it read only in part (see cache.read_parts).
+    parts: dict[str, tuple] = field(default_factory=dict)
     searches: Optional["Searches"] = None
     # The module indexes this result's engine was rooted in (its group).
     share: list[int] = field(default_factory=list)
@@ -287,9 +289,10 @@ def _analyse_share(project, settings, codes, explicit, share, with_facts: bool) 
     for function in engine.reach:
         key = (function.module.display_path, function.qualname)
         result.kinds[key] = engine.capture_kinds(function, None)
-    from .cache import dependent_files, searches_of
+    from .cache import dependent_files, read_parts, searches_of
 
     result.dependent = dependent_files(project)
+    result.parts = read_parts(project, result.findings)
     result.searches = searches_of(project)
     return result
 

@@ -326,6 +326,10 @@ class ModuleInfo:
         # The (first, last) lines of each top-level definition's chunk.
         self._spans: tuple[tuple[int, int], ...] = ()
         self._chunk_by_root: dict[int, _Chunk] = {}
+        # What the analysis read of the text (`read_parts`): the chunks it parsed or searched
+        # (by id), and whether it read the text whole (`text`, `outline`).
+        self._chunks_read: set[int] = set()
+        self._text_read = False
         # Module-level name -> the chunk whose definition of it wins (the last one).
         self._owner: dict[str, _Chunk] = {}
         # Method name -> the chunks of classes that define it.
@@ -486,6 +490,7 @@ class ModuleInfo:
 
     def _parse(self, chunk: _Chunk) -> bool:
         """Parse and index one chunk (once). False when it cannot be analysed."""
+        self._chunks_read.add(id(chunk))
         if chunk.parsed:
             return chunk.tree is not None
         chunk.parsed = True
@@ -524,6 +529,7 @@ class ModuleInfo:
             tokens = tuple(tokens)  # read once per chunk
         chosen = []
         for chunk in self._chunks:
+            self._chunks_read.add(id(chunk))
             if tokens is None or chunk.mentions(tokens):
                 if self._parse(chunk):
                     chosen.append(chunk)
@@ -559,6 +565,7 @@ class ModuleInfo:
         caller: the few that read it after loading (suppressions) keep it no longer than they
         need it."""
         self.load()
+        self._text_read = True
         if not self.has_outline:
             return None
         return ast.parse(self._outline_text if self._outline_text is not None else self.source.text)
@@ -583,7 +590,40 @@ class ModuleInfo:
     @property
     def text(self) -> str:
         self.load()
+        self._text_read = True
         return self.source.text if self.source else ""
+
+    def read_parts(self) -> Optional[tuple[str, tuple[tuple[int, str], ...]]]:
+        """What the analysis read of this module where that is less than its whole text:
+        the digest of its outline facts (the suppressions' aside: a file's suppressions are
+        read again whenever it changes) and the digest of each chunk it parsed or searched, by
+        chunk number (0: the module-level code). None where it read the text whole, or the
+        module was not outlined as it is written (unreadable, not parsed, limits applied)."""
+        if not self._loaded or self._text_read:
+            return None
+        return self.parts_signature([index for index, chunk in enumerate(self._chunks) if id(chunk) in self._chunks_read])
+
+    def parts_signature(self, indexes: Iterable[int]) -> Optional[tuple[str, tuple[tuple[int, str], ...]]]:
+        """(outline digest, ((chunk number, text digest), ...)) for these chunks, or None
+        (see `read_parts`); loads the module, reads nothing the analysis tracks."""
+        self.load()
+        if self.read_error or self.parse_error is not None or not self._ok or not self.has_outline or self.text_reduced or self._outline_text is not None:
+            return None
+        facts = self._outline_data()
+        outline = [
+            [list(span) for span in facts.spans],
+            sorted(facts.owner.items()),
+            sorted((name, list(held)) for name, held in facts.method_chunks.items()),
+            sorted(facts.imports.items()),
+            sorted(facts.globals),
+            sorted((name, [list(binding) for binding in found]) for name, found in facts.bindings.items()),
+        ]
+        chunks = []
+        for index in indexes:
+            if not 0 <= index < len(self._chunks):
+                return None
+            chunks.append((index, syntax_limits.text_digest(self._chunks[index].text)))
+        return syntax_limits.text_digest(repr(outline)), tuple(chunks)
 
     @property
     def ok(self) -> bool:
