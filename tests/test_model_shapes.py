@@ -495,3 +495,25 @@ def test_a_tensor_sliced_out_of_a_trace_input_is_a_new_tensor_to_free():
     # frees its parameter: all intermediates, none of them `x` (packed.py:27, 30 were TRC302
     # before). `consume(y)` in `run_consumed` frees the trace input itself (43).
     assert finding_set(PROJECTS / "sliced_inputs") == {("packed.py", 43, "TRC302")}
+
+
+def test_allocation_after_a_capture_made_by_a_helper_that_returns_the_trace_id():
+    # `capture` records the trace and returns its id with the output (capture.py:4-11), as
+    # real runners' `setup_layer`/`_capture_trace` do; the caller binds the id and executes
+    # it later (RULES TRC408, "Values, not names"): an allocation between the helper call
+    # and the `execute_trace` of that id is alive across the replay (runner.py:8). The id
+    # goes through another helper that returns it (`make_and_capture`), is executed by a
+    # helper that executes its parameter (`replay`), and the allocation is a helper that
+    # returns a new device buffer (`upload`): runner.py:49. An id unpacked into attributes
+    # and executed through them in the same function: runner.py:71. Not reported: an
+    # allocation before the helper call (13), one freed before every replay (22-23), one
+    # after the trace's release (32), one after the last replay of a trace captured anew
+    # each turn (41), an id handed to code that does not resolve (53: unknown), an id
+    # passed through `**options` (63: unknown), and a rebinding of a trace input of a
+    # region written in the same function, which is TRC403's (84).
+    assert finding_set(PROJECTS / "captured_by_helper") == {
+        ("runner.py", 8, "TRC408"),
+        ("runner.py", 49, "TRC408"),
+        ("runner.py", 71, "TRC408"),
+        ("runner.py", 84, "TRC403"),
+    }

@@ -317,6 +317,26 @@ class ProgramFacts:
         project functions reached stay, a path of that frame's values cannot be matched."""
         return self._engine.effects.summaries.frame_free(paths)
 
+    def returned_traces(self, function: "FunctionInfo") -> frozenset[int]:
+        """Where the function's return value holds a trace id a capture it records made, any
+        frames down: -1 the whole value, an index an element of a returned tuple."""
+        return self._engine.effects.summaries.returned_traces(function)
+
+    def call_traces(self, call: cst.Call, function: "FunctionInfo") -> frozenset[int]:
+        """Where a call's value holds a new trace id (a begin's whole value; a capture
+        helper's returned positions)."""
+        return self._engine.effects.summaries.call_traces(call, function)
+
+    def call_trace_uses(self, call: cst.Call, function: "FunctionInfo") -> tuple:
+        """(role, argument) for what a call does to the trace ids it is handed: "execute",
+        "release" (a framework call, or a project function's, any frames down) or "unknown"."""
+        return self._engine.effects.summaries.call_trace_uses(call, function)
+
+    def call_allocates(self, call: cst.Call, function: "FunctionInfo") -> bool:
+        """The call's value is a new device buffer: a framework allocation, or a project
+        helper's that returns one on every path."""
+        return self._engine.effects.summaries.call_allocates(call, function)
+
     def reaches_unknown_effects(self, call: cst.Call, function: "FunctionInfo") -> bool:
         """The call runs, any frames down, an unresolved call whose effects are unknown."""
         return self._engine.effects.summaries.call_reaches_unknown(call, function)

@@ -87,6 +87,16 @@ class _Library:
     def returns_receiver(self, method: str) -> bool:
         return any(framework.returns_receiver(method) for framework in FRAMEWORKS)
 
+    def trace_call(self, call, name):
+        for framework in FRAMEWORKS:
+            found = framework.trace_call(call, name)
+            if found is not None:
+                return found
+        return None
+
+    def allocates(self, call, name) -> bool:
+        return any(framework.allocates(call, name) for framework in FRAMEWORKS)
+
 
 def module_names() -> frozenset[str]:
     """Every framework's own modules (`ttnn`, `torch`)."""

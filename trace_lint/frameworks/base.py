@@ -124,6 +124,17 @@ class Framework:
         """A method its base classes give user classes that returns the instance itself."""
         return False
 
+    def trace_call(self, call: "cst.Call", name: Optional[str]) -> Optional[tuple[str, Optional["cst.BaseExpression"]]]:
+        """What the call does to a trace kept by an id (ttnn's `begin_trace_capture` returns
+        one; `execute_trace` and `release_trace` take one): `("begin", None)`, `("execute",
+        id)` or `("release", id)`, where `id` is the trace-id argument (None where the call
+        gives none); None for any other call."""
+        return None
+
+    def allocates(self, call: "cst.Call", name: Optional[str]) -> bool:
+        """The call makes a new device buffer (`Effect.ALLOCATION`)."""
+        return False
+
     def tensor_methods(self) -> frozenset[str]:
         """Methods of the framework's tensors (`copy_`): tensor work, not user code."""
         return frozenset()

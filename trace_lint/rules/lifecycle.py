@@ -21,7 +21,7 @@ from ..semantic.calls import Target
 from ..semantic.effects import same_work
 from ..capture.values import assigned_value, capture_condition, conditional_capture, executed_after, input_names, rebinds_to_itself, runs_after_region, same_trace
 from .allocation import allocates, released_before
-from ..core.findings import Fix
+from ..core.findings import Fix, Location, Related
 from ._edits import source_of, statements_replacement
 from ..core.api_tables import tables
 from ..core.config import real_path
@@ -1474,6 +1474,13 @@ class AllocationAcrossReplay(Rule):
     ## What it does
     Flags a device allocation after a capture, while that trace can still be executed, whose
     tensor is alive across an `execute_trace`. A rebinding of a trace input is TRC403 instead.
+    The capture may be made by a helper that returns the trace id (`tid, out = capture(d,
+    x)`, any frames down): the allocation is then judged in the caller, after that call, up
+    to an `execute_trace` of the id it bound (also through a helper that executes its
+    parameter), and there a helper returning a new device buffer counts as an allocation.
+    Where the id
+    goes where the analysis cannot follow (code that does not resolve, a container,
+    `**kwargs`), nothing is reported.
 
     ## Why is this bad?
     The trace's intermediates live in memory the allocator believes free once the capture
@@ -1500,7 +1507,28 @@ class AllocationAcrossReplay(Rule):
                 return out, scratch
             """,
             lines=(10,),
-        )
+        ),
+        Invalid(
+            """
+            import ttnn
+
+            def capture(device, model, x):
+                model(x)
+                tid = ttnn.begin_trace_capture(device, cq_id=0)
+                try:
+                    out = model(x)
+                finally:
+                    ttnn.end_trace_capture(device, tid, cq_id=0)
+                return tid, out
+
+            def run(device, model, x):
+                tid, out = capture(device, model, x)
+                scratch = ttnn.zeros([32, 32], device=device)
+                ttnn.execute_trace(device, tid, cq_id=0)
+                return out, scratch
+            """,
+            lines=(14,),
+        ),
     ]
     VALID = [
         Valid(
@@ -1539,22 +1567,30 @@ class AllocationAcrossReplay(Rule):
         ),
     ]
 
-    def _frees(self, region: Region, name: str, allocated: cst.CSTNode) -> list[cst.Call]:
+    def _frees(self, function: FunctionInfo, name: str, allocated: cst.CSTNode) -> list[cst.Call]:
         """`ttnn.deallocate(name)` and `name.deallocate()` calls in the function that free the
         value the `allocated` statement bound (the binding reaches the free: values, not
         names)."""
         out = []
-        for node in region.function.nodes:
+        for node in function.nodes:
             if not isinstance(node, cst.Call):
                 continue
-            target = self.facts.freed_expression(node, region.function)
+            target = self.facts.freed_expression(node, function)
             if target is None:
                 continue
             if isinstance(target, cst.Name) and target.value == name:
-                reaching = region.function.bindings.reaching(name, node)
+                reaching = function.bindings.reaching(name, node)
                 if any(b.node is allocated for b in reaching):
                     out.append(node)
         return out
+
+    def _allocation_frees(self, function: FunctionInfo, node: cst.Call) -> list[cst.Call]:
+        """The frees of the value an allocating call binds (`buf = alloc(...)`), if any."""
+        module = function.module
+        statement = next((a for a in reversed(module.ancestors(node, stop=function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
+        target = single_assignment(statement) if isinstance(statement, cst.Assign) and statement.value is node else None
+        name = target.value if isinstance(target, cst.Name) else None
+        return self._frees(function, name, statement) if name else []
 
     def check_region(self, region: Region) -> None:
         module = region.module
@@ -1572,10 +1608,163 @@ class AllocationAcrossReplay(Rule):
                 continue
             target = single_assignment(statement) if isinstance(statement, cst.Assign) else None
             name = target.value if isinstance(target, cst.Name) else None
-            frees = self._frees(region, name, statement) if name else []
+            frees = self._frees(region.function, name, statement) if name else []
             # Alive across a replay: some path from the allocation reaches it without a free.
             if any(executed_after(region, node, e, avoiding=tuple(frees)) for e in executes):
                 self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module)
 
+
+    # -- a capture made by a helper that returns the trace id ---------------------------------
+    def check_project(self) -> None:
+        """A function that captures and returns the trace id (`def capture(d, x): tid =
+        begin(d); ...; return tid, y`), any frames down: at each call of it that binds the
+        id (`tid, out = capture(d, x)`), the caller's allocations after that call, while the
+        trace can still be executed (no `release_trace` of it first), that are alive across
+        a later `execute_trace` of that id (directly, or through a helper executing its
+        parameter). Where the id goes somewhere the analysis cannot follow, nothing."""
+        facts = self.facts
+        queue = list({id(r.function): r.function for r in facts.regions}.values())
+        seen = {id(f) for f in queue}
+        done: set[int] = set()
+        while queue:
+            function = queue.pop(0)
+            if not facts.returned_traces(function):
+                continue
+            for call, caller in facts.callers(function):
+                if id(call) in done:
+                    continue
+                done.add(id(call))
+                self._check_caller(caller, call, function)
+                if id(caller) not in seen:
+                    seen.add(id(caller))
+                    queue.append(caller)
+
+    def _check_caller(self, function: FunctionInfo, call: cst.Call, helper: FunctionInfo) -> None:
+        module = function.module
+        statement = module.parent(call)
+        if not isinstance(statement, cst.Assign) or statement.value is not call:
+            return
+        target = single_assignment(statement)
+        positions = self.facts.call_traces(call, function)
+        keys: list[cst.BaseExpression] = []
+        if target is not None and -1 in positions:
+            keys.append(target)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                if isinstance(element, cst.StarredElement):
+                    break
+                if index in positions:
+                    keys.append(element.value)
+        keys = [k for k in keys if isinstance(k, (cst.Name, cst.Attribute))]
+        uses = self._trace_uses(function, statement, keys)
+        if uses is None:
+            return  # the id goes where the analysis cannot follow it
+        executes, releases = uses
+        if not executes:
+            return
+        graph = function.cfg
+        # A rebinding of a trace input of a region written here is TRC403's.
+        stale = {id(s) for region in self.facts.regions_in(function) for s, _ in _stale_rebindings(region, self.facts)}
+        for node in function.nodes:
+            if not isinstance(node, cst.Call) or node is call or not graph.runs_before(call, node):
+                continue
+            if not self.facts.call_allocates(node, function):
+                continue
+            statement = next((a for a in reversed(module.ancestors(node, stop=function.node)) if isinstance(a, cst.BaseSmallStatement)), None)
+            if statement is not None and id(statement) in stale:
+                continue
+            if releases and not graph.runs_before(call, node, avoiding=releases):
+                continue  # the trace is released on every path to it
+            frees = self._allocation_frees(function, node)
+            execute = next((e for e in executes if graph.runs_before(node, e, avoiding=(call, *frees, *releases))), None)
+            if execute is None:
+                continue
+            at_call = module.range(call).start
+            at_execute = module.range(execute).start
+            chain = [
+                Related(module.display_path, Location(at_call.line, at_call.column + 1), f"the trace is captured by this call of `{helper.qualname}`"),
+                Related(module.display_path, Location(at_execute.line, at_execute.column + 1), "the trace is executed here"),
+            ]
+            self.report(node, "this tensor is allocated after the capture and alive across `execute_trace`; replay can overwrite it", module=module, chain=chain)
+
+    def _trace_uses(self, function: FunctionInfo, statement: cst.Assign, keys: list) -> Optional[tuple[list, list]]:
+        """The calls that execute and release the trace ids the statement binds to `keys`
+        (locals by value, attributes by their chain, and the aliases they are copied to);
+        None where one is used in a way the analysis cannot follow (handed to code that does
+        not resolve, put in a container, passed through `**kwargs`)."""
+        module = function.module
+        names = {(k.value, id(statement)) for k in keys if isinstance(k, cst.Name)}
+        chains = {module.normalized(k) for k in keys if isinstance(k, cst.Attribute)}
+        if not names and not chains:
+            return None
+
+        def holds(expr: cst.BaseExpression) -> bool:
+            if isinstance(expr, cst.Name):
+                if not function.bindings.binds(expr.value):
+                    return False
+                return any((expr.value, id(b.node)) in names for b in function.bindings.reaching(expr.value, expr))
+            return isinstance(expr, cst.Attribute) and module.normalized(expr) in chains
+
+        # Copies of the id (`self.tid = tid`, `t = tid`), found until none is new.
+        changed = True
+        while changed:
+            changed = False
+            for node in function.nodes:
+                if isinstance(node, cst.Assign) and holds(node.value):
+                    alias = single_assignment(node)
+                    if isinstance(alias, cst.Name) and (alias.value, id(node)) not in names:
+                        names.add((alias.value, id(node)))
+                        changed = True
+                    elif isinstance(alias, cst.Attribute) and module.normalized(alias) not in chains:
+                        chains.add(module.normalized(alias))
+                        changed = True
+        executes: list[cst.Call] = []
+        releases: list[cst.Call] = []
+        handed: set[int] = set()
+        for node in function.nodes:
+            if not isinstance(node, cst.Call):
+                continue
+            for role, argument in self.facts.call_trace_uses(node, function):
+                if not holds(argument):
+                    continue
+                handed.add(id(argument))
+                if role == "unknown":
+                    return None
+                (executes if role == "execute" else releases).append(node)
+            for arg in node.args:
+                if holds(arg.value):
+                    handed.add(id(arg.value))  # a framework call, a builtin, or a project function that keeps no trace
+        # Any other use of a local holding the id: only tests, returns, copies and
+        # formatting are followed.
+        for node in function.nodes:
+            if not isinstance(node, (cst.Name, cst.Attribute)) or id(node) in handed or not holds(node):
+                continue
+            parent = module.parent(node)
+            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.Return, cst.FormattedStringExpression, cst.UnaryOperation, cst.BooleanOperation)):
+                continue
+            if isinstance(parent, cst.Assign) and parent.value is node:
+                continue  # a copy, followed above
+            if _returned_element(module, node) or _in_target(module, node):
+                continue  # returned to the caller (its callers are judged there), or a binding
+            return None
+        return executes, releases
+
+
+def _returned_element(module, node: cst.CSTNode) -> bool:
+    """The node is an element of a tuple the function returns (`return tid, out`)."""
+    current = node
+    while isinstance(module.parent(current), cst.Element) and isinstance(module.parent(module.parent(current)), cst.Tuple):
+        current = module.parent(module.parent(current))
+    return current is not node and isinstance(module.parent(current), cst.Return)
+
+
+def _in_target(module, node: cst.CSTNode) -> bool:
+    """The node is inside an assignment target (`tid, out = ...`)."""
+    current = module.parent(node)
+    while current is not None and not isinstance(current, cst.BaseSmallStatement):
+        if isinstance(current, (cst.AssignTarget, cst.For)):
+            return True
+        current = module.parent(current)
+    return False
 
 RULES = [CaptureLeftOpen, StaleTraceInput, MissingWarmUp, MissingTraceRegion, NestedCapture, AllocationAcrossReplay]

@@ -35,6 +35,16 @@ class Library(Protocol):
         itself (`model.cuda()`, `.eval()`): the value keeps the project class."""
         ...
 
+    def trace_call(self, call: "cst.Call", name: Optional[str]) -> Optional[tuple[str, Optional["cst.BaseExpression"]]]:
+        """What the call does to a trace kept by an id: `("begin", None)` (it returns a new
+        id), `("execute", id)`, `("release", id)` with the id argument (None where absent),
+        or None."""
+        ...
+
+    def allocates(self, call: "cst.Call", name: Optional[str]) -> bool:
+        """The framework call makes a new device buffer."""
+        ...
+
 
 class _NoLibrary:
     def owns(self, name: str) -> bool:
@@ -47,6 +57,12 @@ class _NoLibrary:
         return None
 
     def returns_receiver(self, method: str) -> bool:
+        return False
+
+    def trace_call(self, call, name):
+        return None
+
+    def allocates(self, call, name) -> bool:
         return False
 
 

@@ -13,6 +13,12 @@ calls the resolver can pin), a fixed point over the call graph with recursion in
 - `returns_capture_state(function, queries)`: every value it returns is a capture query's
   answer (`torch.cuda.is_current_stream_capturing()`), so a test on its result is a
   capture-state guard (RULES.md "Capture-state guards");
+- `returned_traces(function)`: where its return value holds a trace id that a capture it
+  records made, itself or any frames down (`def capture(d, x): tid = begin(d); ...; return
+  tid, y` holds one at position 0); `trace_parameters(function)`: the parameters it executes
+  or releases as a trace id, or hands to code that does not resolve (unknown), any frames
+  down; `returns_allocation(function)`: every value it returns is a new device buffer (an
+  allocation, or what such a helper returns);
 - `call_reads(call, caller, path)`: whether a call reads one path's value (not only its host
   metadata), any number of frames down (`self._work()` whose `ttnn.matmul(self.inp, ...)`
   reads `self.inp`). Not a summary of every path a function reads (that set, moved up every
@@ -34,7 +40,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
-from .bindings import assignment_targets, target_leaves
+from .bindings import assignment_targets, single_assignment, target_leaves, target_path
 from .nodes import always_leaves, is_sliced
 from .project import FunctionInfo, ModuleInfo
 
@@ -294,6 +300,11 @@ class Summaries:
         # frames down to a read (0: its own body) and the depth the search was cut at.
         self._call_reads: dict[tuple[int, str], bool] = {}
         self._read_depths: dict[tuple[int, str], tuple[Optional[int], Optional[int]]] = {}
+        # Trace ids: where returned values hold one, what is done to parameters holding one;
+        # helpers returning a new device buffer.
+        self._traces = FixedPoint(lambda function: self._own_returned_traces(function), frozenset())
+        self._trace_parameters = FixedPoint(lambda function: self._own_trace_parameters(function), frozenset())
+        self._allocation = FixedPoint(lambda function: self._own_returns_allocation(function), False)
 
     # -- moving paths between frames ---------------------------------------------------------
     def _sole_targets(self, call: cst.Call, function: FunctionInfo) -> list["Target"]:
@@ -654,6 +665,162 @@ class Summaries:
             name = self.project.qualified_name(call.func, function.module, function)
             return name is not None and self.resolver.library.owns(name) and not self.resolver.resolve_all(call, function)
         return False
+
+    # -- trace ids ---------------------------------------------------------------------------
+    def returned_traces(self, function: FunctionInfo) -> frozenset[int]:
+        """Where the function's return value holds a trace id made by a capture it records,
+        itself or any frames down: -1 for the whole value, an index for an element of a
+        returned tuple (`return tid, y` gives 0), on some path."""
+        return self._traces.get(id(function), function)
+
+    def _own_returned_traces(self, function: FunctionInfo) -> frozenset[int]:
+        if getattr(function.node, "asynchronous", None) is not None or any(type(n) is cst.Yield for n in function.nodes):
+            return frozenset()
+        found: set[int] = set()
+        for node in function.live_nodes:
+            if type(node) is not cst.Return or node.value is None:
+                continue
+            value = node.value
+            if self.holds_trace(value, function):
+                found.add(-1)
+            elif isinstance(value, cst.Tuple):
+                for index, element in enumerate(value.elements):
+                    if isinstance(element, cst.StarredElement):
+                        break  # the positions after it are not fixed
+                    if self.holds_trace(element.value, function):
+                        found.add(index)
+        return frozenset(found)
+
+    def call_traces(self, call: cst.Call, function: FunctionInfo) -> frozenset[int]:
+        """Where a call's value holds a new trace id (see `returned_traces`): a framework
+        begin's whole value, or what every project function it can run returns one at."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        role = self.resolver.library.trace_call(call, name)
+        if role is not None:
+            return frozenset({-1}) if role[0] == "begin" else frozenset()
+        targets = self.resolver.resolve_all(call, function)
+        if not targets:
+            return frozenset()
+        found = None
+        for target in targets:
+            positions = self.returned_traces(target.function)
+            found = positions if found is None else found & positions
+        return found or frozenset()
+
+    def holds_trace(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int = 0) -> bool:
+        """The expression's value is a trace id a capture made (`call_traces`), on some path:
+        such a call itself, either branch of a conditional expression, or a local some binding
+        of which reaching the expression holds one (assigned it, or unpacked from a call at a
+        position that holds one: `tid, out = capture(d, x)`)."""
+        if depth > _BINDINGS_FOLLOWED:
+            return False
+        if isinstance(expr, cst.Call):
+            return -1 in self.call_traces(expr, function)
+        if isinstance(expr, cst.IfExp):
+            return self.holds_trace(expr.body, function, depth + 1) or self.holds_trace(expr.orelse, function, depth + 1)
+        if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
+            return any(self.binding_holds_trace(b, function, depth + 1) for b in function.bindings.reaching(expr.value, expr))
+        return False
+
+    def binding_holds_trace(self, binding, function: FunctionInfo, depth: int = 0) -> bool:
+        """One binding of a local holds a trace id a capture made (see `holds_trace`)."""
+        if binding.kind not in ("assign", "annassign"):
+            return False
+        if binding.value is not None:
+            return self.holds_trace(binding.value, function, depth)
+        statement = binding.node
+        target = single_assignment(statement)
+        if target is None or not isinstance(statement.value, (cst.Call, cst.Tuple)):
+            return False
+        path = target_path(target, binding.name)
+        if path is None or len(path) != 1:
+            return False
+        if isinstance(statement.value, cst.Tuple):
+            elements = statement.value.elements
+            if any(isinstance(e, cst.StarredElement) for e in elements[: path[0] + 1]) or path[0] >= len(elements):
+                return False
+            return self.holds_trace(elements[path[0]].value, function, depth)
+        return path[0] in self.call_traces(statement.value, function)
+
+    def trace_parameters(self, function: FunctionInfo) -> frozenset[tuple[str, str]]:
+        """(role, parameter) for each parameter the function uses as a trace id, any frames
+        down: "execute" and "release" where a framework call takes it as its trace id,
+        "unknown" where it is handed to code that does not resolve or whose parameter
+        cannot be told (`*args`, `**kwargs`)."""
+        return self._trace_parameters.get(id(function), function)
+
+    def _own_trace_parameters(self, function: FunctionInfo) -> frozenset[tuple[str, str]]:
+        parameters = set(function.params)
+        found: set[tuple[str, str]] = set()
+        for node in function.live_nodes:
+            if type(node) is not cst.Call:
+                continue
+            for role, argument in self.call_trace_uses(node, function):
+                if isinstance(argument, cst.Name) and _holds_parameter(argument.value, node, function, parameters):
+                    found.add((role, argument.value))
+        return frozenset(found)
+
+    def call_trace_uses(self, call: cst.Call, function: FunctionInfo) -> tuple[tuple[str, cst.BaseExpression], ...]:
+        """(role, argument) for what a call does to the trace ids it is handed: a framework
+        execute or release of its id argument, a project function's (`trace_parameters`)
+        through the arguments filling those parameters, and "unknown" for a name handed to
+        code that does not resolve or through `*args`/`**kwargs` of a project call."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        library = self.resolver.library
+        role = library.trace_call(call, name)
+        if role is not None:
+            return ((role[0], role[1]),) if role[0] != "begin" and role[1] is not None else ()
+        targets = self.resolver.resolve_all(call, function)
+        found: list[tuple[str, cst.BaseExpression]] = []
+        if not targets:
+            if name is not None and (library.owns(name) or "." not in name):
+                return ()  # a framework's other calls and builtins keep no trace id
+            return tuple(("unknown", a.value) for a in call.args)
+        for target in targets:
+            uses = self.trace_parameters(target.function)
+            if any(a.star for a in call.args):
+                found.extend(("unknown", a.value) for a in call.args if a.star)
+            if not uses:
+                continue
+            by_parameter = self.resolver.bind_arguments(call, function, target.function).by_parameter
+            for use, parameter in uses:
+                argument = by_parameter.get(parameter)
+                if argument is not None:
+                    found.append((use, argument))
+        return tuple(found)
+
+    def returns_allocation(self, function: FunctionInfo) -> bool:
+        """Every value the function returns is a new device buffer: a framework allocation
+        (`ttnn.from_torch(t, device=d)`), what such a helper returns, or a local every
+        binding of which reaching the return holds one; at least one return."""
+        return self._allocation.get(id(function), function)
+
+    def _own_returns_allocation(self, function: FunctionInfo) -> bool:
+        if getattr(function.node, "asynchronous", None) is not None or any(type(n) is cst.Yield for n in function.nodes):
+            return False
+        returns = [n for n in function.live_nodes if type(n) is cst.Return]
+        return bool(returns) and all(n.value is not None and self._new_allocation(n.value, function, 0) for n in returns)
+
+    def _new_allocation(self, expr: cst.BaseExpression, function: FunctionInfo, depth: int) -> bool:
+        if depth > _BINDINGS_FOLLOWED:
+            return False
+        if isinstance(expr, cst.Call):
+            return self.call_allocates(expr, function)
+        if isinstance(expr, cst.Name) and function.bindings.binds(expr.value):
+            reaching = function.bindings.reaching(expr.value, expr)
+            return bool(reaching) and all(
+                b.kind in ("assign", "annassign") and b.value is not None and self._new_allocation(b.value, function, depth + 1) for b in reaching
+            )
+        return False
+
+    def call_allocates(self, call: cst.Call, function: FunctionInfo) -> bool:
+        """The call's value is a new device buffer: a framework allocation, or a call of
+        project functions that each return one (`returns_allocation`)."""
+        name = self.project.qualified_name(call.func, function.module, function)
+        if name is not None and self.resolver.library.allocates(call, name):
+            return True
+        targets = self.resolver.resolve_all(call, function)
+        return bool(targets) and all(self.returns_allocation(t.function) for t in targets)
 
     # -- capture state -----------------------------------------------------------------------
     def capture_test(self, test: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[bool]:

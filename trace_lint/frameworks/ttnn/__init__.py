@@ -41,6 +41,16 @@ class Ttnn(Framework):
 
         return freed(self.table, call, name)
 
+    def trace_call(self, call, name):
+        from .calls import trace_call  # libcst: only when asked
+
+        return trace_call(self.table, call, name)
+
+    def allocates(self, call, name):
+        from .calls import allocates  # libcst: only when asked
+
+        return allocates(self.table, call, name)
+
     def names_with(self, effect):
         from ..effects import Effect
 

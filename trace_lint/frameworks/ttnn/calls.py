@@ -28,7 +28,7 @@ def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[
             found.append(CallEffect(Effect.SYNC, f"`{name}`", "the trace cannot record it"))
         if name in api.creators:
             found.append(CallEffect(Effect.CREATION, f"`{name}`", "preallocate it before `begin_trace_capture`"))
-        if name in api.device_allocators or ((name in api.creators or name in api.host_to_device_if_device_kwarg) and _given_device(call)):
+        if allocates(api, call, name):
             found.append(CallEffect(Effect.ALLOCATION, f"`{name}`"))
         if name in api.output_tensor_ops and "output_tensor" not in call_arguments(call)[1]:
             found.append(CallEffect(Effect.OUTPUT_ALLOCATION, f"`{name}`", "pass a preallocated `output_tensor=`", argument="output_tensor"))
@@ -40,6 +40,27 @@ def call_effects(api, call: cst.Call, name: Optional[str], unit: Unit) -> tuple[
     if reads_by_method(api, call, unit):
         found.append(CallEffect(Effect.READ, f"`.{call.func.attr.value}()`"))  # type: ignore[union-attr]
     return tuple(found)
+
+
+def allocates(api, call: cst.Call, name: Optional[str]) -> bool:
+    """An allocator, or a creator or transfer given a device: a new device buffer."""
+    if name is None:
+        return False
+    return name in api.device_allocators or ((name in api.creators or name in api.host_to_device_if_device_kwarg) and _given_device(call))
+
+
+def trace_call(api, call: cst.Call, name: Optional[str]) -> Optional[tuple[str, Optional[cst.BaseExpression]]]:
+    """`begin_trace_capture` makes a trace id; `execute_trace` and `release_trace` take one
+    (their second argument, or `trace_id=`)."""
+    if name is None:
+        return None
+    if name in api.capture_begin:
+        return ("begin", None)
+    for names, role in ((api.execute, "execute"), (api.release, "release")):
+        if name in names:
+            positional, keywords = call_arguments(call)
+            return (role, keywords.get("trace_id", positional[1] if len(positional) > 1 else None))
+    return None
 
 
 def freed(api, call: cst.Call, name: Optional[str]) -> Optional[cst.BaseExpression]:
