@@ -517,3 +517,11 @@ def test_allocation_after_a_capture_made_by_a_helper_that_returns_the_trace_id()
         ("runner.py", 71, "TRC408"),
         ("runner.py", 84, "TRC403"),
     }
+
+
+def test_a_return_guard_written_as_an_elif_is_no_first_use_block():
+    # nvidia-cudnn-frontend (corpus 7) crashed the run: the first-use test looked for the
+    # statements after a return guard among its parent's, and an `elif` has an `if` for its
+    # parent. `self.mode` true skips that guard, so the fill below it runs at capture (RULES
+    # "First-use caches"): the host tensor made there is TRC301 (run.py:14).
+    assert finding_set(PROJECTS / "elif_guard") == {("run.py", 14, "TRC301")}

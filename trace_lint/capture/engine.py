@@ -157,7 +157,9 @@ def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[Func
         wanted = _aliased_state(test, node, module, function)
     if not wanted:
         return []
-    siblings = list(getattr(module.parents.get(id(node)), "body", ()))
+    # An `elif` is its `if`'s `orelse`, not a statement of a block: no statements follow it.
+    block = getattr(module.parents.get(id(node)), "body", ())
+    siblings = list(block) if isinstance(block, (list, tuple)) else []
     if node not in siblings:
         return []
     rest = siblings[siblings.index(node) + 1 :]
