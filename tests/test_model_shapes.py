@@ -523,5 +523,8 @@ def test_a_return_guard_written_as_an_elif_is_no_first_use_block():
     # nvidia-cudnn-frontend (corpus 7) crashed the run: the first-use test looked for the
     # statements after a return guard among its parent's, and an `elif` has an `if` for its
     # parent. `self.mode` true skips that guard, so the fill below it runs at capture (RULES
-    # "First-use caches"): the host tensor made there is TRC301 (run.py:14).
+    # "First-use caches"): the host tensor made there is TRC301 (run.py:14). The same shape
+    # in the branches a capture site's fixed arguments decide (capture/constants.py): with
+    # `mode=0` and `sync=False` the `elif not sync: return x` is taken, so the sync below it
+    # never runs at capture (launch.py:9, not reported).
     assert finding_set(PROJECTS / "elif_guard") == {("run.py", 14, "TRC301")}

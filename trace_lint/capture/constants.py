@@ -28,7 +28,7 @@ from .. import frameworks
 from ..frontend.syntax_walk import children
 from ..semantic.bindings import named_parameters, star_parameters
 from ..semantic.calls import CallResolver
-from ..semantic.nodes import always_leaves
+from ..semantic.nodes import always_leaves, statements_after
 from ..semantic.project import FunctionInfo
 from ..semantic.receivers import receiver_parameter
 from ..semantic.summaries import FixedPoint
@@ -439,10 +439,15 @@ class ConstantParameters:
                 dead |= _subtree(untaken)
             if decided and isinstance(node, cst.If) and always_leaves(node.body):
                 # `if not sync: return out`: the rest of the block runs only when it is false.
-                siblings = list(getattr(function.module.parents.get(id(node)), "body", ()))
-                if node in siblings:
-                    for statement in siblings[siblings.index(node) + 1 :]:
-                        dead |= _subtree(statement)
+                # An `elif`: the rest runs only when it is false, where every test above
+                # it in its chain is false too.
+                top, parents = node, function.module.parents
+                while isinstance(parents.get(id(top)), cst.If) and parents[id(top)].orelse is top:
+                    top = parents[id(top)] if _decide(parents[id(top)].test, value_of) is False else None
+                    if top is None:
+                        break
+                for statement in statements_after(function.module, top) if top is not None else ():
+                    dead |= _subtree(statement)
         return frozenset(dead)
 
 

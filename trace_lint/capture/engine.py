@@ -24,7 +24,7 @@ from .constants import ConstantParameters
 from .precedence import Claim, decide as decide_precedence
 from .capture_helpers import CaptureHelpers, contextmanager_regions
 from ..core.findings import Finding, Location, Related
-from ..semantic.nodes import always_leaves
+from ..semantic.nodes import always_leaves, statements_after
 from ..semantic.project import FunctionInfo, ModuleInfo, Project
 from ..frameworks.region import Region
 from .. import frameworks
@@ -157,12 +157,9 @@ def filled_after_guard(node: cst.If, module: ModuleInfo, function: Optional[Func
         wanted = _aliased_state(test, node, module, function)
     if not wanted:
         return []
-    # An `elif` is its `if`'s `orelse`, not a statement of a block: no statements follow it.
-    block = getattr(module.parents.get(id(node)), "body", ())
-    siblings = list(block) if isinstance(block, (list, tuple)) else []
-    if node not in siblings:
+    rest = statements_after(module, node)
+    if not rest:
         return []
-    rest = siblings[siblings.index(node) + 1 :]
     for statement in rest:
         for small in _small_statements(statement):
             if isinstance(small, cst.AugAssign):

@@ -23,6 +23,14 @@ def path_to(function: FunctionInfo, target: cst.CSTNode) -> list[cst.CSTNode]:
     return function.module.ancestors(target, stop=function.node)
 
 
+def statements_after(module, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements after `node` in its block (empty where it is in none: an `elif` has
+    its `if` for a parent, not a block)."""
+    block = getattr(module.parents.get(id(node)), "body", ())
+    siblings = list(block) if isinstance(block, (list, tuple)) else []
+    return siblings[siblings.index(node) + 1 :] if node in siblings else []
+
+
 def always_leaves(body: cst.BaseSuite) -> bool:
     """The block ends in `raise` or `return` on every path (a plain last statement)."""
     statements = body.body if isinstance(body, cst.IndentedBlock) else [body]

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from .bindings import assignment_targets, single_assignment, target_leaves, target_path
-from .nodes import always_leaves, is_sliced
+from .nodes import always_leaves, is_sliced, statements_after
 from .project import FunctionInfo, ModuleInfo
 
 if TYPE_CHECKING:
@@ -866,8 +866,7 @@ class Summaries:
             return {id(s) for s in function.cfg.only_through_branch(node, False)}
         if not always_leaves(node.body):
             return set()
-        siblings = list(getattr(module.parents.get(id(node)), "body", ()))
-        return {id(s) for s in siblings[siblings.index(node) + 1 :]} if node in siblings else set()
+        return {id(s) for s in statements_after(module, node)}
 
     def runs_while_capturing(self, node: cst.CSTNode, function: FunctionInfo) -> bool:
         """The node can run while a capture records: no capture-state guard keeps it out."""
