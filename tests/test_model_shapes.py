@@ -526,5 +526,8 @@ def test_a_return_guard_written_as_an_elif_is_no_first_use_block():
     # "First-use caches"): the host tensor made there is TRC301 (run.py:14). The same shape
     # in the branches a capture site's fixed arguments decide (capture/constants.py): with
     # `mode=0` and `sync=False` the `elif not sync: return x` is taken, so the sync below it
-    # never runs at capture (launch.py:9, not reported).
+    # never runs at capture (launch.py:9, not reported). A test that is a conditional
+    # expression on a fixed argument (`if check if check is not None else default():` with
+    # `check=False`, nvidia-cudnn-frontend's debug check) is decided too: checked.py:5's
+    # device read never runs at capture.
     assert finding_set(PROJECTS / "elif_guard") == {("run.py", 14, "TRC301")}

@@ -495,6 +495,8 @@ def _tested_names(test: cst.BaseExpression) -> list[str]:
         return _tested_names(test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _tested_names(test.left) + _tested_names(test.right)
+    if isinstance(test, cst.IfExp):
+        return _tested_names(test.test) + _tested_names(test.body) + _tested_names(test.orelse)
     tested = _none_test(test)
     if tested is not None:
         return [tested[0].value]
@@ -552,6 +554,13 @@ def _decide(test: cst.BaseExpression, value_of) -> Optional[bool]:
         if left is True or right is True:
             return True
         return False if left is False and right is False else None
+    if isinstance(test, cst.IfExp):
+        # `if check if check is not None else default():` with `check` fixed.
+        chosen = _decide(test.test, value_of)
+        if chosen is not None:
+            return _decide(test.body if chosen else test.orelse, value_of)
+        body, orelse = _decide(test.body, value_of), _decide(test.orelse, value_of)
+        return body if body is not None and body == orelse else None
     tested = _none_test(test)
     if tested is not None:
         name, is_none = tested
