@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -99,8 +100,11 @@ def pip_download(requirement: str, dest: Path, log: list[str], sdist_only: bool)
     # Last resort: an sdist. pip prepares its metadata, which may need the build deps
     # (no isolation: the running Python's torch serves setup scripts that import it).
     attempts.append(base + ["--no-binary=:all:", "--no-build-isolation", requirement])
+    # WITH_CUDA=0: setup scripts that refuse to prepare metadata without a CUDA install
+    # (stable-fast) prepare it on this CPU-only machine; nothing is built.
+    env = {**os.environ, "WITH_CUDA": "0"}
     for command in attempts:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=env)
         files = sorted(dest.iterdir())
         if result.returncode == 0 and files:
             return files[0]
