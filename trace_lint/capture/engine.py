@@ -397,6 +397,7 @@ class Engine:
         self.roots_in: Optional[list[ModuleInfo]] = list(roots_in) if roots_in is not None else None
         self._prefilter = None
         self._candidate_functions: dict[int, list[FunctionInfo]] = {}
+        self._chunk_tests: dict[int, Optional[Callable[[str], bool]]] = {}
         # Call edges the runtime guard recorded, for calls with no static target.
         self.observed = observed_calls(project, settings)
 
@@ -509,6 +510,30 @@ class Engine:
             test = self.prefilter.chunk_test(module) if enabled() else None
             found = self._candidate_functions[id(module)] = list(module.iter_functions(test))
         return found
+
+    def candidate_functions(self) -> list[FunctionInfo]:
+        """The functions this run searches for captured code's start (`_functions_of` of
+        each candidate module): every run of a split searches its own share, and the shares
+        cover each admitted file once."""
+        return [f for module in self.candidate_modules() if self._searched(module) and module.ok for f in self._functions_of(module)]
+
+    @property
+    def candidate_chunks_key(self) -> tuple:
+        """What `candidate_chunks` depends on besides the file: the prefilter's settings."""
+        from ..frontend.prefilter import enabled
+
+        return (enabled(), tuple(self.prefilter.targets), tuple(self.prefilter.words), tuple(self.prefilter.stand_ins))
+
+    def candidate_chunks(self, module: ModuleInfo, probe: Optional[ModuleInfo] = None) -> Optional[Callable[[str], bool]]:
+        """`prefilter.candidate_chunks` of a module: the chunks whose functions some run of
+        any split searches as candidates (`candidate_functions`). `probe`: a copy of the
+        module to read the test from (its reads are not the module's)."""
+        from ..frontend.prefilter import candidate_chunks
+
+        key = id(module)
+        if key not in self._chunk_tests:
+            self._chunk_tests[key] = candidate_chunks(self.prefilter, self.project.raw_bytes(module), probe or module)
+        return self._chunk_tests[key]
 
     def run(self) -> list[Finding]:
         with recursion_room():

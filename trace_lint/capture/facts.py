@@ -57,6 +57,9 @@ class AnalysisState(Protocol):
     project: Any
 
     def capture_kinds(self, function: Optional["FunctionInfo"], region: Optional["Region"]) -> frozenset[str]: ...
+    def candidate_functions(self) -> list["FunctionInfo"]: ...
+    candidate_chunks_key: Any
+    def candidate_chunks(self, module: "ModuleInfo", probe: Optional["ModuleInfo"] = None) -> Optional[Callable[[str], bool]]: ...
     def report_position(self, rule: CheckingRule, module: "ModuleInfo", line: int, column: int, message: str) -> None: ...
 
 
@@ -207,6 +210,23 @@ class ProgramFacts:
                 continue
             if any(t.function is function for t in resolver.resolve_all(call, caller)):
                 yield call, caller
+
+    def callers_outside_candidates(self, function: "FunctionInfo") -> Iterator[tuple[cst.Call, "FunctionInfo"]]:
+        """`callers`, leaving out the functions some run searches as candidates
+        (`candidate_functions`: each is judged by the run whose share holds it); their
+        chunks are not read."""
+        resolver = self._engine.resolver
+        for call, caller, _ in resolver.spelled_calls(function, skipped=self._engine.candidate_chunks, skipped_key=self._engine.candidate_chunks_key):
+            if caller is None or caller is function:
+                continue
+            if any(t.function is function for t in resolver.resolve_all(call, caller)):
+                yield call, caller
+
+    def candidate_functions(self) -> list["FunctionInfo"]:
+        """The functions this run searches for captured code's start: its share of the
+        files the prefilter admits (all files with it off), those parts of them that can hold a
+        capture. Every split covers each of them in exactly one run."""
+        return self._engine.candidate_functions()
 
     def handing_sites(self, function: "FunctionInfo") -> list[tuple["FunctionInfo", cst.Call]]:
         """(caller, call) for each call in another project function that hands `function`

@@ -47,7 +47,7 @@ from ..core.findings import Edit, Finding, Fix, Location, Related, attach_relate
 from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
-FORMAT = 6
+FORMAT = 7
 # Result entries kept per cache folder; older ones are removed (a key changes with every edit).
 KEEP = 16
 # Analysis records of one project tried before a run gives up on reusing one.
@@ -108,6 +108,8 @@ class Searches:
     tokens: set[bytes] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)
     defs: set[str] = field(default_factory=set)
+    # Names called outside the chunks some run searches as candidates (`Project.searched_outside`).
+    outside: set[str] = field(default_factory=set)
 
     def would_find(self, text: "ChangedText") -> bool:
         """Whether one of the searches finds this text."""
@@ -115,6 +117,7 @@ class Searches:
             any(token in text.data for token in self.tokens)
             or (bool(self.calls) and not self.calls.isdisjoint(text.called))
             or (bool(self.defs) and not self.defs.isdisjoint(text.defined))
+            or (bool(self.outside) and not self.outside.isdisjoint(text.called) and text.calls_outside_candidates(self.outside))
         )
 
 
@@ -122,9 +125,15 @@ class ChangedText:
     """A changed file's bytes, with the names it calls and defines read once (every group of
     a record asks)."""
 
-    def __init__(self, data: bytes, display: str = ""):
+    def __init__(self, data: bytes, display: str = "", module: Optional[tuple] = None, candidate_chunks=None):
         self.data = data
         self.display = display
+        # (path, module names) of the file, and the test of a module's candidate chunks
+        # (`Engine.candidate_chunks`, None: admitted by the prefilter or not): without them,
+        # every call of a name counts as outside them.
+        self.module = module
+        self.candidate_chunks = candidate_chunks
+        self._outside: Optional[list[str]] = None
         self._called: Optional[set[str]] = None
         self._defined: Optional[set[str]] = None
         self._parts: dict[tuple, Optional[tuple]] = {}
@@ -140,6 +149,25 @@ class ChangedText:
         if self._defined is None:
             self._defined = set(defined_names(self.data))
         return self._defined
+
+    def calls_outside_candidates(self, names: set[str]) -> bool:
+        """Whether a chunk of this text that no run searches as a candidate mentions one of
+        the names (as `CallResolver.spelled_calls` with `skipped` chooses chunks)."""
+        if self.module is None or self.candidate_chunks is None:
+            return True
+        if self._outside is None:
+            from ..frontend.source import decode
+            from ..semantic.project import ModuleInfo
+
+            source = decode(self.data)
+            if source.error is not None:
+                self._outside = None
+                return True
+            path, module_names = self.module
+            probe = ModuleInfo(Path(path), module_names, self.display, text=source.text)
+            skip = self.candidate_chunks(self.data, probe)
+            self._outside = [text for text in probe.chunk_texts() if skip is None or not skip(text)]
+        return any(name in text for text in self._outside for name in names)
 
     def keeps(self, read: tuple) -> bool:
         """Whether this text keeps what a run read of the file's earlier text (a
@@ -225,17 +253,32 @@ class AnalysisRecord:
     # `ResultCache.complete` decodes its findings.
     files: frozenset = frozenset()
     stored_reported: Optional[dict] = None
+    # The last plan, by what it was planned from: a run plans twice (is everything settled?
+    # which groups run?), and a changed file read in part is outlined once.
+    _planned: Optional[tuple] = field(default=None, repr=False, compare=False)
 
-    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]) -> Optional[tuple[list[int], list[str]]]:
+    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str], modules: Optional[dict[str, tuple]] = None, candidate_chunks=None) -> Optional[tuple[list[int], list[str]]]:
         """(indexes of the groups this run must analyse again, admitted files no group
         holds), or None where the record is of other files. `hashes`/`data`: this run's
-        content hash and bytes per display path; `admitted`: what the prefilter admits now."""
+        content hash and bytes per display path; `admitted`: what the prefilter admits now;
+        `modules`: each file's (path, module names), and `candidate_chunks(data, probe)` the
+        test of its candidate chunks (see `ChangedText`)."""
         if hashes.keys() != self.hashes.keys():
             return None
-        changed = {display: ChangedText(data[display], display) for display, content in hashes.items() if content != self.hashes[display]}
+        key = (tuple(sorted(hashes.items())), tuple(sorted(admitted)))
+        if self._planned is not None and self._planned[0] == key:
+            return (list(self._planned[1][0]), list(self._planned[1][1]))
+        modules = modules or {}
+        changed = {
+            display: ChangedText(data[display], display, modules.get(display), candidate_chunks)
+            for display, content in hashes.items()
+            if content != self.hashes[display]
+        }
         members = {member for group in self.groups for member in group.members}
         stale = [index for index, group in enumerate(self.groups) if group.touched(changed, admitted)]
-        return stale, sorted(admitted - members)
+        planned = (stale, sorted(admitted - members))
+        self._planned = (key, planned)
+        return (list(planned[0]), list(planned[1]))
 
     @property
     def findings(self) -> list[Finding]:
@@ -297,7 +340,7 @@ FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_locati
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"files_checked", "findings"})
 ANALYSIS_KEYS = frozenset({"hashes", "groups", "facts", "reported"})
-GROUP_KEYS = frozenset({"members", "dependent", "parts", "tokens", "calls", "defs", "kinds", "findings"})
+GROUP_KEYS = frozenset({"members", "dependent", "parts", "tokens", "calls", "defs", "outside", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
 
@@ -456,7 +499,7 @@ def _paths(value, files: frozenset) -> list[str]:
 
 def _group(value, files: frozenset) -> GroupRecord:
     _keys(value, GROUP_KEYS)
-    tokens, calls, defs = ([_text(t) for t in _list(value[k], MAX_INT)] for k in ("tokens", "calls", "defs"))
+    tokens, calls, defs, outside = ([_text(t) for t in _list(value[k], MAX_INT)] for k in ("tokens", "calls", "defs", "outside"))
     kinds = {}
     for item in _list(value["kinds"], MAX_INT):
         display, qualname, names = _list(item, 3, 3)
@@ -464,7 +507,7 @@ def _group(value, files: frozenset) -> GroupRecord:
             raise BadEntry("capture kinds of a file outside the run")
         kinds[(display, _text(qualname))] = frozenset(_text(name) for name in _list(names, MAX_INT))
     # Tokens are bytes; latin-1 maps each byte to one character and back.
-    searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs))
+    searches = Searches({t.encode("latin-1") for t in tokens}, set(calls), set(defs), set(outside))
     members, dependent = _paths(value["members"], files), set(_paths(value["dependent"], files))
     parts = {}
     for item in _list(value["parts"], MAX_INT):
@@ -491,6 +534,7 @@ def _group_data(group: GroupRecord) -> dict:
         "tokens": sorted(t.decode("latin-1") for t in group.searches.tokens),
         "calls": sorted(group.searches.calls),
         "defs": sorted(group.searches.defs),
+        "outside": sorted(group.searches.outside),
         "kinds": sorted([display, qualname, sorted(kinds)] for (display, qualname), kinds in group.kinds.items()),
         "findings": group.stored if group.stored is not None else [finding_to_data(f) for f in group.findings],
     }
@@ -801,7 +845,7 @@ def _same_findings(found: list[Finding], engine: list[Finding]) -> bool:
 
 
 def searches_of(project):
-    return Searches(set(project.searched_tokens), set(project.searched_calls), set(project.searched_defs))
+    return Searches(set(project.searched_tokens), set(project.searched_calls), set(project.searched_defs), set(project.searched_outside))
 
 
 def dependent_files(project) -> set[str]:

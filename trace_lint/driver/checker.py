@@ -360,8 +360,9 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
     named_only = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT and index not in admitted_set]
     data = {entries[i][2]: content for i, content in raw.items()}
     admitted_paths = {entries[i][2] for i in admitted}
+    context = _plan_context(entries, settings)
     for record in records:
-        plan = record.plan(current, data, admitted_paths)
+        plan = record.plan(current, data, admitted_paths, *context)
         if plan is None:
             continue
         if plan != ([], []) or not cache.complete(record) or record.reported is None:
@@ -375,6 +376,16 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
             return None
         return [f for display in sorted(needed) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
+
+
+def _plan_context(entries, settings: Settings) -> tuple[dict[str, tuple], object]:
+    """What `AnalysisRecord.plan` reads a changed file's candidate chunks with: each file's
+    (path, module names), and the prefilter's test of them."""
+    from ..frameworks import prefilter_for
+    from ..frontend.prefilter import candidate_chunks
+
+    prefilter = prefilter_for(settings)
+    return {entry[2]: (entry[0], entry[1]) for entry in entries}, lambda data, probe: candidate_chunks(prefilter, data, probe)
 
 
 def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings) -> bool:
@@ -472,8 +483,9 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
     current = _analysis_inputs(settings, entries, hashes)[1]
     data = {entries[i][2]: content for i, content in raw.items()}
     previous, plan = None, None
+    context = _plan_context(entries, settings)
     for record in records:
-        found = record.plan(current, data, admitted_paths)
+        found = record.plan(current, data, admitted_paths, *context)
         if found is None or (found != ([], []) and previous is not None):
             continue
         if not cache.complete(record):

@@ -329,6 +329,19 @@ def _may_spell(data: bytes, target: str, bindings: Iterable[tuple[str, str]], mo
     return False
 
 
+def candidate_chunks(prefilter: Prefilter, data: bytes, module) -> Optional[Callable[[str], bool]]:
+    """The test of a module's chunks (by their text) whose functions a run searches for
+    captured code's start: every chunk with the prefilter off, the chunks `chunk_test`
+    accepts in a file it admits, none in another file (None). `data`: the file's bytes."""
+    if not enabled():
+        return _every_chunk
+    return prefilter.chunk_test(module) if prefilter.admits(data, module.name, module.is_package) else None
+
+
+def _every_chunk(text: str) -> bool:
+    return True
+
+
 def candidate_modules(project, prefilter: Prefilter, always: Iterable[int] = ()) -> list:
     """The project's modules the prefilter admits, plus the modules (by id) in `always`."""
     always = set(always)

@@ -1621,16 +1621,30 @@ class AllocationAcrossReplay(Rule):
         id (`tid, out = capture(d, x)`), the caller's allocations after that call, while the
         trace can still be executed (no `release_trace` of it first), that are alive across
         a later `execute_trace` of that id (directly, or through a helper executing its
-        parameter). Where the id goes somewhere the analysis cannot follow, nothing."""
+        parameter). Where the id goes somewhere the analysis cannot follow, nothing.
+
+        A call in a function some run searches for captures is judged by that run, from the
+        call to what it runs; the other calls are found from the capture outward, through the
+        callers of each function returning the id. So every split judges each call once, and
+        none reads the others' shares."""
         facts = self.facts
-        queue = list({id(r.function): r.function for r in facts.regions}.values())
-        seen = {id(f) for f in queue}
         done: set[int] = set()
+        own = facts.candidate_functions()
+        for caller in own:
+            for node in caller.nodes:
+                if type(node) is not cst.Assign or type(node.value) is not cst.Call or id(node.value) in done:
+                    continue
+                helper = next((t.function for t in facts.targets(node.value, caller) if t.function is not caller and facts.returned_traces(t.function)), None)
+                if helper is not None:
+                    done.add(id(node.value))
+                    self._check_caller(caller, node.value, helper)
+        queue = list({id(f): f for f in [*(r.function for r in facts.regions), *own]}.values())
+        seen = {id(f) for f in queue}
         while queue:
             function = queue.pop(0)
             if not facts.returned_traces(function):
                 continue
-            for call, caller in facts.callers(function):
+            for call, caller in facts.callers_outside_candidates(function):
                 if id(call) in done:
                     continue
                 done.add(id(call))

@@ -7,13 +7,13 @@ finding on the wrong function is worse than a miss.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
 from ..core.api_tables import tables
 from .library import NO_LIBRARY, Library
-from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
+from .project import ClassInfo, FunctionInfo, ModuleInfo, Project, SharedParses
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children, preorder
 from .bindings import assignment_targets, parameters, star_parameters, target_leaves, target_path
@@ -64,7 +64,9 @@ class CallResolver:
         self._cuts = 0  # how many searches the depth limit has cut short
         self._lambdas: dict[int, FunctionInfo] = {}
         self._mro: dict[int, tuple[ClassInfo, ...]] = {}
-        self._spelled: dict[int, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+        self._spelled: dict[tuple[int, bool], list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
+        # The same, by spelling: methods of one name in many classes share one walk.
+        self._spelled_as: dict[tuple, list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]] = {}
         # Per function: whether a local list is used other than to read its elements, and the
         # ids of the nodes its bindings write (`_sequence_escapes`).
         self._escapes: dict[tuple[int, str], bool] = {}
@@ -380,14 +382,16 @@ class CallResolver:
         return []
 
     # -- call sites ------------------------------------------------------------------------
-    def spelled_calls(self, function: FunctionInfo) -> list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
+    def spelled_calls(self, function: FunctionInfo, skipped: Optional[Callable[[ModuleInfo, ModuleInfo], Optional[Callable[[str], bool]]]] = None, skipped_key=None) -> list[tuple[cst.Call, Optional[FunctionInfo], ModuleInfo]]:
         """Calls in the project written so that they can run `function` (the caller: None at
         module level): by its name, or for an `__init__` by its class's name (constructions)
         or `__init__` itself (`super().__init__()`). Only a call so spelled can reach it; each
         user still resolves the call. A dunder's explicit calls (`super().__call__()`) sit in
         subclasses, which name the class: modules that do not are not read (a grand-subclass
-        in a module that never names the class is missed)."""
-        key = id(function)
+        in a module that never names the class is missed). `skipped`: per module (and a probe
+        of it), a test of the chunks (by their text) not to read: they are neither parsed nor
+        searched, and the search is recorded as `Project.searched_outside`."""
+        key = (id(function), skipped is not None)
         found = self._spelled.get(key)
         if found is not None:
             return found
@@ -397,20 +401,49 @@ class CallResolver:
         spellings = {name}
         if dunder and name == "__init__":
             spellings.add(owner.name)
+        spelled_as = (tuple(sorted(spellings)), owner.name if dunder else None, skipped is not None)
+        found = self._spelled_as.get(spelled_as)
+        if found is not None:
+            self._spelled[key] = found
+            return found
         modules: dict[int, ModuleInfo] = {}
         for spelling in spellings:
-            for module in self.project.modules_calling(spelling):
+            for module in self.project.modules_calling(spelling, outside=skipped is not None):
                 modules.setdefault(id(module), module)
         if dunder:
             token = owner.name.encode()
             modules = {k: m for k, m in modules.items() if token in self.project.raw_bytes(m)}
         found = []
+        tokens = tuple(sorted(spellings))
         for module in modules.values():
-            for call, caller in module.iter_calls(tuple(sorted(spellings))):
+            if skipped is None:
+                calls = module.iter_calls(tokens)
+            else:
+                chosen = self._outside_chunks(module, tokens, skipped, skipped_key)
+                if not chosen:
+                    continue
+                calls = module.calls_in_chunks(chosen)
+            for call, caller in calls:
                 if callee_name(call) in spellings:
                     found.append((call, caller, module))
-        self._spelled[key] = found
+        self._spelled[key] = self._spelled_as[spelled_as] = found
         return found
+
+    def _outside_chunks(self, module: ModuleInfo, tokens: tuple[str, ...], skipped, skipped_key) -> list[int]:
+        """The places of the module's chunks that mention a token and that `skipped` does not
+        skip, decided on a probe (the others are not read). The same for every copy of the
+        project while `SharedParses` is active and the key (the test's settings) is the same."""
+        shared = SharedParses.active
+        memo = shared.outside_chunks if shared is not None and skipped_key is not None else None
+        key = (module.display_path, module.names, module.is_package, self.project.raw_bytes(module), tokens, skipped_key)
+        if memo is not None and key in memo:
+            return memo[key]
+        probe = module.probe()
+        skip = skipped(module, probe)
+        chosen = [i for i, text in enumerate(probe.chunk_texts()) if any(t in text for t in tokens) and not (skip is not None and skip(text))]
+        if memo is not None:
+            memo[key] = chosen
+        return chosen
 
     def bind_arguments(self, call: cst.Call, caller: Optional[FunctionInfo], target: FunctionInfo, module: Optional[ModuleInfo] = None) -> "Arguments":
         """How a call fills the target's parameters, as Python binds them: the receiver or the

@@ -131,6 +131,8 @@ class SharedParses:
         self.outline_facts = KnownOutlines()
         self.trees: dict[tuple[str, int, bool, str], cst.Module] = {}
         self.spans: dict[int, tuple[cst.Module, int, dict]] = {}
+        # `CallResolver._outside_chunks`: a fact of the text and the prefilter's settings.
+        self.outside_chunks: dict[tuple, list[int]] = {}
         self._outer: Optional["SharedParses"] = None
 
     def __enter__(self) -> "SharedParses":
@@ -714,10 +716,30 @@ class ModuleInfo:
         chain.reverse()
         return chain
 
+    def probe(self) -> "ModuleInfo":
+        """A copy of this module that nothing has read: what it is asked (its outline, its
+        chunks' texts) is not a read of this one (the cache's dependencies)."""
+        copy = ModuleInfo(self.path, self.names, self.display_path, text=self._text)
+        copy.is_package, copy.own_name = self.is_package, self.own_name
+        return copy
+
+    def chunk_texts(self) -> list[str]:
+        """Each chunk's text, the module-level rest first (the order of `calls_in_chunks`)."""
+        self.load()
+        return [chunk.text for chunk in self._chunks] if self.ok else []
+
+    def calls_in_chunks(self, indexes: Iterable[int]) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
+        """`iter_calls` of the chunks at these places (`chunk_texts`), reading only them."""
+        self.load()
+        chunks = [self._chunks[i] for i in sorted(set(indexes)) if 0 <= i < len(self._chunks)] if self.ok else []
+        return self._calls_of([chunk for chunk in chunks if self._parse(chunk)])
+
     def iter_calls(self, tokens: Optional[Iterable[str]] = None) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
         """Every call in the module with the function it is written in (None: module level);
         with tokens, only in the chunks that mention one (a call spelled with them)."""
-        chunks = self._parse_all(tokens)
+        return self._calls_of(self._parse_all(tokens))
+
+    def _calls_of(self, chunks: list[_Chunk]) -> Iterator[tuple[cst.Call, Optional[FunctionInfo]]]:
         for chunk in chunks:
             if chunk.is_rest:
                 for node in self._rest_nodes:
@@ -1368,6 +1390,7 @@ class Project:
         self.searched_tokens: set[bytes] = set()
         self.searched_calls: set[str] = set()
         self.searched_defs: set[str] = set()
+        self.searched_outside: set[str] = set()
         self.search_hits: set[int] = set()
 
     def _searched(self, found: list[ModuleInfo]) -> list[ModuleInfo]:
@@ -1410,8 +1433,19 @@ class Project:
         self.searched_defs.add(name)
         return self._searched(self._defs.get(name, []))
 
-    def modules_calling(self, name: str) -> list[ModuleInfo]:
-        """Modules whose text has `name(`: the only ones that can call a function by that name."""
+    def modules_calling(self, name: str, outside: bool = False) -> list[ModuleInfo]:
+        """Modules whose text has `name(`: the only ones that can call a function by that name.
+        `outside`: the search is for calls outside the chunks some run searches as candidates
+        (`CallResolver.spelled_calls` with `skipped`); it is kept apart, and its hits are not
+        dependencies by themselves: a changed file is found by it only if it calls the name
+        outside such chunks."""
+        if outside:
+            self.searched_outside.add(name)
+            return self._calling(name)
+        self.searched_calls.add(name)
+        return self._searched(self._calling(name))
+
+    def _calling(self, name: str) -> list[ModuleInfo]:
         self._calling_asked += 1
         if self._calls is None and self._calling_asked > _SCANS_BEFORE_INDEX:
             # Asked often (trace-dense code): one pass over every file beats a pass per name.
@@ -1419,12 +1453,11 @@ class Project:
             for module in self.modules:
                 for called in called_names(self.raw_bytes(module)):
                     self._calls.setdefault(called, []).append(module)
-        self.searched_calls.add(name)
         if self._calls is not None:
-            return self._searched(list(self._calls.get(name, [])))
+            return list(self._calls.get(name, []))
         token = name.encode()
         pattern = re.compile(re.escape(token) + rb"\s*\(")
-        return self._searched([m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)])
+        return [m for m in self.modules if token in self.raw_bytes(m) and count_words(pattern, self.raw_bytes(m), limit=1)]
 
     # -- names -----------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression, module: ModuleInfo, function: Optional[FunctionInfo]) -> Optional[str]:
