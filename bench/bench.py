@@ -160,9 +160,10 @@ def floor_rows(table: "Table", root: Path, repeat: int, work: Path, edit_file: P
     return floors
 
 
-def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: Path, title: str, floor: bool = False, floors: bool = True, base_file: Optional[Path] = None) -> dict:
+def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: Path, title: str, floor: bool = False, floors: bool = True, base_file: Optional[Path] = None, capture_file: Optional[Path] = None) -> dict:
     """The rows for one tree; returns the ratios by name. `base_file`: a module every model
-    imports (its base class), edited as the others are."""
+    imports (its base class), edited as the others are; `capture_file`: a file holding
+    captures whose shape many others share (a model's generator)."""
     trace_lint = _tool("trace-lint")
     ruff = _tool("ruff")
     work.mkdir(parents=True, exist_ok=True)
@@ -187,6 +188,9 @@ def bench_tree(root: Path, repeat: int, work: Path, edit_file: Path, one_file: P
     if base_file is not None and base_file.is_file():
         edited, edited_peak = timed_after_edits(check, root, base_file, repeat)
         ratios["edit base"] = table.row(f"trace-lint check after editing {base_file.relative_to(root)} (the base class every model imports)", edited, edited_peak)
+    if capture_file is not None and capture_file.is_file():
+        edited, edited_peak = timed_after_edits(check, root, capture_file, repeat)
+        ratios["edit capture"] = table.row(f"trace-lint check after editing {capture_file.relative_to(root)} (captures; every model has one like it)", edited, edited_peak)
     unread = unread_file(work / "cache", root)
     if unread is not None:
         edited, edited_peak = timed_after_edits(check, root, unread, repeat)
@@ -497,7 +501,8 @@ def main() -> None:
             repo = as_git_checkout(gen_model_repo.generate(work / "repo", args.models, args.dense_captures))
             model_file = gen_model_repo.lsp_file(repo)
             base = repo / gen_model_repo.BASE_FILE
-            bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository", floors=not args.no_floors, base_file=base)
+            generator = repo / gen_model_repo.GENERATOR_FILE
+            bench_tree(repo, args.repeat, work / "b", model_file, model_file, "TT-NN-shaped model repository", floors=not args.no_floors, base_file=base, capture_file=generator)
             dense_file = repo / gen_model_repo.DENSE_FILE
             captures = Table(f"{dense_file.relative_to(repo)} alone ({dense_file.read_text().count(chr(10))} lines, {args.dense_captures} captures)", timed([_tool("ruff"), "check", "--no-cache", "--select", "E9,F", "--exit-zero", "--quiet", str(dense_file)], args.repeat, repo)[0])
             captures.row("ruff check --no-cache --select E9,F", captures.ruff)

@@ -428,6 +428,8 @@ LSP_FILE_LINES = 2000
 DENSE_FILE = "models/demos/op_captures/tests/test_dense_captures.py"
 # The base class every model imports.
 BASE_FILE = "models/common/lightweightmodule.py"
+# A generator (captures in a method returning the trace id); every model has one like it.
+GENERATOR_FILE = "models/demos/model_0/tt/generator.py"
 PLAIN_FILES_PER_MODEL = 18
 
 
