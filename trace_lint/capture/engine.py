@@ -522,7 +522,7 @@ class Engine:
         """What `candidate_chunks` depends on besides the file: the prefilter's settings."""
         from ..frontend.prefilter import enabled
 
-        return (enabled(), tuple(self.prefilter.targets), tuple(self.prefilter.words), tuple(self.prefilter.stand_ins))
+        return (enabled(), self.prefilter.key)
 
     def candidate_chunks(self, module: ModuleInfo, probe: Optional[ModuleInfo] = None) -> Optional[Callable[[str], bool]]:
         """`prefilter.candidate_chunks` of a module: the chunks whose functions some run of

@@ -82,6 +82,11 @@ class Prefilter:
         are tried in changes how fast an answer comes, not the answer)."""
         return [sorted(set(self.targets)), sorted({word.decode("latin-1") for word in self.words}), sorted(set(self.stand_ins))]
 
+    @property
+    def key(self) -> tuple:
+        """What its answers depend on besides the file: its names and words."""
+        return (tuple(self.targets), tuple(self.words), tuple(self.stand_ins))
+
     def admits(self, data: bytes, module_name: str, is_package: bool) -> bool:
         name = module_name.encode("utf-8", "surrogateescape")  # a file name need not be UTF-8
         seen: dict[bytes, bool] = {}
