@@ -409,3 +409,51 @@ def test_the_record_kept_after_a_write_is_what_decoding_its_bytes_gives(workspac
             assert _record_data(cache._decoded[memo]) == _record_data(fresh)
             compared += 1
     assert compared >= 2
+
+
+@pytest.mark.asyncio
+async def test_the_analysis_finds_the_outlines_the_record_plan_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An edit of helpers.py outside what model.py's analysis read of it: the analysis
+    record's plan loads it (does the edit keep what was read?) before the analysis opens its
+    outline facts, and the kept cache hands the analysis the plan's outlines, so the edited
+    text is outlined once, not twice; every finding is the same without that hand-over."""
+    import trace_lint.semantic.project as project_module
+    from trace_lint.lsp import kept
+
+    edited = HELPERS + "\n\ndef unrelated(t):\n    return t\n"
+    outlined: list[str] = []
+    real_read = project_module.syntax_limits.read
+    monkeypatch.setattr(project_module.syntax_limits, "read", lambda text, *a, **k: outlined.append(text) or real_read(text, *a, **k))
+
+    async def edit_once(root: Path) -> tuple[list, int]:
+        root.mkdir()
+        (root / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+        (root / "helpers.py").write_text(HELPERS, encoding="utf-8")
+        model = root / "model.py"
+        model.write_text(MODEL, encoding="utf-8")
+        server = create_server(debounce=0)
+        server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+        try:
+            uri = await _opened_in_process(server, root, model)
+            helpers = (root / "helpers.py").as_uri()
+            _notify(server, "textDocument/didOpen", {"textDocument": {"uri": helpers, "languageId": "python", "version": 1, "text": HELPERS}})
+            await _until(lambda: helpers in server.checked and server.checked[uri].version == 1)
+            outlined.clear()
+            _notify(server, "textDocument/didChange", {"textDocument": {"uri": helpers, "version": 2}, "contentChanges": [{"text": edited}]})
+            await _until(lambda: helpers in server.checked and server.checked[helpers].version == 2)
+            server._executor.submit(lambda: None).result(timeout=60)
+            found = [
+                (f.code, f.location, f.end_location, f.message, [[(Path(r.filename).name, r.location, r.message) for r in chain] for chain in f.chains])
+                for document in (uri, helpers)
+                for f in server.checked[document].findings
+            ]
+            return found, outlined.count(edited)
+        finally:
+            server._executor.shutdown(wait=True)
+
+    with monkeypatch.context() as off:
+        off.setattr(kept.KeptParses, "outlines_used", lambda self: {})
+        without, outlined_without = await edit_once(tmp_path / "off")
+    found, outlined_with = await edit_once(tmp_path / "on")
+    assert found == without and "TRC302" in [f[0] for f in found]
+    assert (outlined_without, outlined_with) == (2, 1)

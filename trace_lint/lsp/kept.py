@@ -92,6 +92,10 @@ class KeptParses:
         facts.known.forget_unused()
         facts.used = {}
 
+    def outlines_used(self) -> dict:
+        """The outline facts this check used or made so far (by the key `KnownOutlines` uses)."""
+        return {} if self._shared is None else self._shared.outline_facts.used
+
     def sizes(self) -> Optional[tuple[int, int, int]]:
         """(outlines, trees, position maps) kept; None before the first check."""
         shared = self._shared
@@ -251,8 +255,10 @@ class KeptResultCache(ResultCache):
     marks and replaces a record's own fields, never a group's). Writes wait until `flush`
     (the server calls it once the diagnostics are out); any read flushes them first."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, parses: Optional[KeptParses] = None) -> None:
         super().__init__(folder)
+        # The check's parses: what it outlined before the analysis opened its facts.
+        self._parses = parses
         self._decoded: _UsedDict = _UsedDict()
         self._pending: list = []
         # (kind, key) -> per-file facts, read from disk once and kept up to date; the keys
@@ -282,7 +288,14 @@ class KeptResultCache(ResultCache):
         if known is None:
             known = self._facts[(kind, key)] = super().load_facts(kind, key).known
             self._written[(kind, key)] = set(known)
-        return FileFacts(known)
+        facts = FileFacts(known)
+        if kind == "outlines" and self._parses is not None:
+            # The record's plan loads edited files before the analysis reads these facts (its
+            # outlines go to the kept parses): the analysis's copy outlines them again else.
+            # A fact is a pure function of its key, whichever store holds it.
+            for fact_key, value in self._parses.outlines_used().items():
+                facts.known.setdefault(fact_key, value)
+        return facts
 
     def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
         """Kept in memory at once; on disk (for the command line, a later server) once
