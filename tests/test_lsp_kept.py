@@ -457,3 +457,45 @@ async def test_the_analysis_finds_the_outlines_the_record_plan_made(tmp_path: Pa
     found, outlined_with = await edit_once(tmp_path / "on")
     assert found == without and "TRC302" in [f[0] for f in found]
     assert (outlined_without, outlined_with) == (2, 1)
+
+
+@pytest.mark.asyncio
+async def test_a_record_plans_once_per_check_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The checker asks a record's plan to settle the run from it and again for the analysis;
+    a record the kept cache reads keeps its plan for the same arguments, so it is computed
+    once per check, and every finding after each edit is the same as with it computed each time."""
+    from trace_lint.driver.cache import AnalysisRecord
+    from trace_lint.lsp import kept
+
+    computed: list[int] = []
+    real_plan = AnalysisRecord.plan
+    monkeypatch.setattr(AnalysisRecord, "plan", lambda self, *a: computed.append(1) or real_plan(self, *a))
+    edits = [MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n"), "# a comment\n" + MODEL, MODEL]
+
+    async def edit_all(root: Path) -> tuple[list, int]:
+        root.mkdir()
+        (root / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+        (root / "helpers.py").write_text(HELPERS, encoding="utf-8")
+        model = root / "model.py"
+        model.write_text(MODEL, encoding="utf-8")
+        server = create_server(debounce=0)
+        server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+        found = []
+        try:
+            uri = await _opened_in_process(server, root, model)
+            computed.clear()
+            for version, text in enumerate(edits, start=2):
+                _notify(server, "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+                await _until(lambda: server.checked[uri].version == version)
+                server._executor.submit(lambda: None).result(timeout=60)
+                found.append([(f.code, f.location, f.end_location, f.message, [[(Path(r.filename).name, r.location, r.message) for r in chain] for chain in f.chains]) for f in server.checked[uri].findings])
+            return found, len(computed)
+        finally:
+            server._executor.shutdown(wait=True)
+
+    with monkeypatch.context() as off:
+        off.setattr(kept._KeptRecord, "plan", lambda self, *a: AnalysisRecord.plan(self, *a))
+        without, planned_without = await edit_all(tmp_path / "off")
+    found, planned = await edit_all(tmp_path / "on")
+    assert found == without and all("TRC302" in [f[0] for f in step] for step in found)
+    assert 0 < planned < planned_without
