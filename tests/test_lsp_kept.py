@@ -499,3 +499,44 @@ async def test_a_record_plans_once_per_check_and_finds_the_same(tmp_path: Path, 
     found, planned = await edit_all(tmp_path / "on")
     assert found == without and all("TRC302" in [f[0] for f in step] for step in found)
     assert 0 < planned < planned_without
+
+
+def test_an_entry_is_read_again_only_once_its_stat_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The kept cache keeps an entry's bytes while its stat stays the same (an analysis record
+    is megabytes, read on every check otherwise); every read answers what a plain
+    `ResultCache` reads from the same folder: after a rewrite, and for a link, which the
+    plain cache refuses."""
+    from trace_lint.core.file_facts import FileFacts
+    from trace_lint.driver.cache import ResultCache
+    from trace_lint.lsp import kept
+
+    monkeypatch.setattr(kept, "RACY_FINE_NS", 0)
+    monkeypatch.setattr(kept, "RACY_NS", 0)
+    opened: list[str] = []
+    real_read = kept.read_regular_file
+    monkeypatch.setattr(kept, "read_regular_file", lambda path, most: opened.append(str(path)) or real_read(path, most))
+    folder = tmp_path / "cache"
+    cache = kept.KeptResultCache(folder)
+
+    def store(count: int) -> None:
+        facts = FileFacts()
+        for n in range(count):
+            facts.put(f"{n:032x}", (None, [], False))
+        ResultCache(folder).store_facts("scans", "k", facts)
+        time.sleep(0.01)  # past the (here zero) racy window
+
+    def agree() -> dict:
+        through_kept = ResultCache.load_facts(cache, "scans", "k").known
+        assert through_kept == ResultCache(folder).load_facts("scans", "k").known
+        return through_kept
+
+    store(2)
+    assert len(agree()) == 2 and len(opened) == 1
+    assert len(agree()) == 2 and len(opened) == 1  # the same stat: the kept bytes
+    store(3)
+    assert len(agree()) == 3 and len(opened) == 2  # rewritten: read again
+    entry = folder / "scans-k.json"
+    moved = tmp_path / "elsewhere.json"
+    entry.rename(moved)
+    entry.symlink_to(moved)
+    assert agree() == {} and len(opened) == 3  # a link: refused, as the plain cache does
