@@ -409,3 +409,134 @@ def test_the_record_kept_after_a_write_is_what_decoding_its_bytes_gives(workspac
             assert _record_data(cache._decoded[memo]) == _record_data(fresh)
             compared += 1
     assert compared >= 2
+
+
+@pytest.mark.asyncio
+async def test_the_analysis_finds_the_outlines_the_record_plan_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An edit of helpers.py outside what model.py's analysis read of it: the analysis
+    record's plan loads it (does the edit keep what was read?) before the analysis opens its
+    outline facts, and the kept cache hands the analysis the plan's outlines, so the edited
+    text is outlined once, not twice; every finding is the same without that hand-over."""
+    import trace_lint.semantic.project as project_module
+    from trace_lint.lsp import kept
+
+    edited = HELPERS + "\n\ndef unrelated(t):\n    return t\n"
+    outlined: list[str] = []
+    real_read = project_module.syntax_limits.read
+    monkeypatch.setattr(project_module.syntax_limits, "read", lambda text, *a, **k: outlined.append(text) or real_read(text, *a, **k))
+
+    async def edit_once(root: Path) -> tuple[list, int]:
+        root.mkdir()
+        (root / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+        (root / "helpers.py").write_text(HELPERS, encoding="utf-8")
+        model = root / "model.py"
+        model.write_text(MODEL, encoding="utf-8")
+        server = create_server(debounce=0)
+        server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+        try:
+            uri = await _opened_in_process(server, root, model)
+            helpers = (root / "helpers.py").as_uri()
+            _notify(server, "textDocument/didOpen", {"textDocument": {"uri": helpers, "languageId": "python", "version": 1, "text": HELPERS}})
+            await _until(lambda: helpers in server.checked and server.checked[uri].version == 1)
+            outlined.clear()
+            _notify(server, "textDocument/didChange", {"textDocument": {"uri": helpers, "version": 2}, "contentChanges": [{"text": edited}]})
+            await _until(lambda: helpers in server.checked and server.checked[helpers].version == 2)
+            server._executor.submit(lambda: None).result(timeout=60)
+            found = [
+                (f.code, f.location, f.end_location, f.message, [[(Path(r.filename).name, r.location, r.message) for r in chain] for chain in f.chains])
+                for document in (uri, helpers)
+                for f in server.checked[document].findings
+            ]
+            return found, outlined.count(edited)
+        finally:
+            server._executor.shutdown(wait=True)
+
+    with monkeypatch.context() as off:
+        off.setattr(kept.KeptParses, "outlines_used", lambda self: {})
+        without, outlined_without = await edit_once(tmp_path / "off")
+    found, outlined_with = await edit_once(tmp_path / "on")
+    assert found == without and "TRC302" in [f[0] for f in found]
+    assert (outlined_without, outlined_with) == (2, 1)
+
+
+@pytest.mark.asyncio
+async def test_a_record_plans_once_per_check_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The checker asks a record's plan to settle the run from it and again for the analysis;
+    a record the kept cache reads keeps its plan for the same arguments, so it is computed
+    once per check, and every finding after each edit is the same as with it computed each time."""
+    from trace_lint.driver.cache import AnalysisRecord
+    from trace_lint.lsp import kept
+
+    computed: list[int] = []
+    real_plan = AnalysisRecord.plan
+    monkeypatch.setattr(AnalysisRecord, "plan", lambda self, *a: computed.append(1) or real_plan(self, *a))
+    edits = [MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n"), "# a comment\n" + MODEL, MODEL]
+
+    async def edit_all(root: Path) -> tuple[list, int]:
+        root.mkdir()
+        (root / "pyproject.toml").write_text("[tool.trace-lint]\n", encoding="utf-8")
+        (root / "helpers.py").write_text(HELPERS, encoding="utf-8")
+        model = root / "model.py"
+        model.write_text(MODEL, encoding="utf-8")
+        server = create_server(debounce=0)
+        server.protocol.set_writer(StdoutWriter(io.BytesIO()))
+        found = []
+        try:
+            uri = await _opened_in_process(server, root, model)
+            computed.clear()
+            for version, text in enumerate(edits, start=2):
+                _notify(server, "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+                await _until(lambda: server.checked[uri].version == version)
+                server._executor.submit(lambda: None).result(timeout=60)
+                found.append([(f.code, f.location, f.end_location, f.message, [[(Path(r.filename).name, r.location, r.message) for r in chain] for chain in f.chains]) for f in server.checked[uri].findings])
+            return found, len(computed)
+        finally:
+            server._executor.shutdown(wait=True)
+
+    with monkeypatch.context() as off:
+        off.setattr(kept._KeptRecord, "plan", lambda self, *a: AnalysisRecord.plan(self, *a))
+        without, planned_without = await edit_all(tmp_path / "off")
+    found, planned = await edit_all(tmp_path / "on")
+    assert found == without and all("TRC302" in [f[0] for f in step] for step in found)
+    assert 0 < planned < planned_without
+
+
+def test_an_entry_is_read_again_only_once_its_stat_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The kept cache keeps an entry's bytes while its stat stays the same (an analysis record
+    is megabytes, read on every check otherwise); every read answers what a plain
+    `ResultCache` reads from the same folder: after a rewrite, and for a link, which the
+    plain cache refuses."""
+    from trace_lint.core.file_facts import FileFacts
+    from trace_lint.driver.cache import ResultCache
+    from trace_lint.lsp import kept
+
+    monkeypatch.setattr(kept, "RACY_FINE_NS", 0)
+    monkeypatch.setattr(kept, "RACY_NS", 0)
+    opened: list[str] = []
+    real_read = kept.read_regular_file
+    monkeypatch.setattr(kept, "read_regular_file", lambda path, most: opened.append(str(path)) or real_read(path, most))
+    folder = tmp_path / "cache"
+    cache = kept.KeptResultCache(folder)
+
+    def store(count: int) -> None:
+        facts = FileFacts()
+        for n in range(count):
+            facts.put(f"{n:032x}", (None, [], False))
+        ResultCache(folder).store_facts("scans", "k", facts)
+        time.sleep(0.01)  # past the (here zero) racy window
+
+    def agree() -> dict:
+        through_kept = ResultCache.load_facts(cache, "scans", "k").known
+        assert through_kept == ResultCache(folder).load_facts("scans", "k").known
+        return through_kept
+
+    store(2)
+    assert len(agree()) == 2 and len(opened) == 1
+    assert len(agree()) == 2 and len(opened) == 1  # the same stat: the kept bytes
+    store(3)
+    assert len(agree()) == 3 and len(opened) == 2  # rewritten: read again
+    entry = folder / "scans-k.json"
+    moved = tmp_path / "elsewhere.json"
+    entry.rename(moved)
+    entry.symlink_to(moved)
+    assert agree() == {} and len(opened) == 3  # a link: refused, as the plain cache does

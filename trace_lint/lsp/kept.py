@@ -8,12 +8,14 @@ did not use."""
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Optional
 
 from ..core.file_facts import FileFacts
-from ..driver.cache import AnalysisRecord, ResultCache
+from ..core.files import read_regular_file
+from ..driver.cache import ENTRY_FAULTS, MAX_ENTRY_BYTES, AnalysisRecord, ResultCache
 from ..driver.checker import RunInputs
 from ..frontend.source import PACKAGE_FILES
 
@@ -92,6 +94,10 @@ class KeptParses:
         facts.known.forget_unused()
         facts.used = {}
 
+    def outlines_used(self) -> dict:
+        """The outline facts this check used or made so far (by the key `KnownOutlines` uses)."""
+        return {} if self._shared is None else self._shared.outline_facts.used
+
     def sizes(self) -> Optional[tuple[int, int, int]]:
         """(outlines, trees, position maps) kept; None before the first check."""
         shared = self._shared
@@ -102,6 +108,17 @@ def _stat_key(path: str) -> Optional[tuple[int, int, int, int, int]]:
     try:
         info = os.stat(path)
     except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+
+
+def _entry_key(path: str) -> Optional[tuple[int, int, int, int, int]]:
+    """`_stat_key` of a regular file itself (entries are read without following links)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
         return None
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
 
@@ -141,8 +158,12 @@ class KeptInputs(RunInputs):
         self._files: _UsedDict = _UsedDict()  # path -> (stamp, bytes)
         self._hashes: _UsedDict = _UsedDict()  # bytes -> content hash
         self._admitted: _UsedDict = _UsedDict()  # (bytes, name, is_package) -> bool
-        self._names: dict[tuple, tuple[str, ...]] = {}
-        self._displays: dict[tuple[Path, str], str] = {}
+        # Source roots -> real path (as text) -> module names; the roots last asked with and
+        # their names (a check asks with one tuple of roots throughout).
+        self._names: dict[tuple, dict[str, tuple[str, ...]]] = {}
+        self._roots: Optional[tuple] = None
+        self._names_now: dict[str, tuple[str, ...]] = {}
+        self._displays: dict[tuple[str, str], str] = {}
         self._listed: frozenset = frozenset()  # folders the kept discovery vouches for
         self.discoveries = 0  # walks made (for tests)
 
@@ -150,8 +171,12 @@ class KeptInputs(RunInputs):
         """Drop everything read from the file system (the editor says files changed)."""
         self._discovery = None
         self._files.clear()
-        self._names.clear()
+        self._forget_names()
         self._listed = frozenset()
+
+    def _forget_names(self) -> None:
+        self._names.clear()
+        self._roots, self._names_now = None, {}
 
     def begin(self, settings) -> None:
         """Before a check: settings other than the last check's drop every kept answer
@@ -189,22 +214,26 @@ class KeptInputs(RunInputs):
             above = dict.fromkeys(str(parent) for folder in folders for parent in Path(os.path.abspath(folder)).parents)
             marks = [(os.path.join(parent, name), _kind(os.path.join(parent, name))) for parent in above for name in _MARKS]
             self._discovery = (list(folders), found, stamps, trusted, marks)
-            self._names.clear()
+            self._forget_names()
             self._listed = frozenset(found.folders) if trusted else frozenset()
         # The caller extends and updates its own lists; the kept answer stays as it was.
         return type(found)(list(found.files), list(found.errors), dict(found.real), list(found.folders), list(found.ignore_files))
 
+    # Called for every file of the project on every check: keyed by text (a Path hashes its
+    # parts again each time), the roots compared by identity first.
     def module_names(self, real: Path, roots: tuple[Path, ...]) -> tuple[str, ...]:
-        if str(real.parent) not in self._listed:  # not a folder the kept discovery watches
+        text = str(real)
+        if os.path.dirname(text) not in self._listed:  # not a folder the kept discovery watches
             return super().module_names(real, roots)
-        key = (real, roots)
-        names = self._names.get(key)
+        if roots is not self._roots:
+            self._roots, self._names_now = roots, self._names.setdefault(roots, {})
+        names = self._names_now.get(text)
         if names is None:
-            names = self._names[key] = super().module_names(real, roots)
+            names = self._names_now[text] = super().module_names(real, roots)
         return names
 
     def display_path(self, path: Path) -> str:
-        key = (path, os.getcwd())
+        key = (str(path), os.getcwd())
         display = self._displays.get(key)
         if display is None:
             if len(self._displays) > 100_000:
@@ -215,8 +244,9 @@ class KeptInputs(RunInputs):
     def read_bytes(self, path: Path) -> bytes:
         name = os.fspath(path)
         stamp = _stat_key(name)
-        kept = self._files.get(name)
+        kept = dict.get(self._files, name)
         if stamp is not None and kept is not None and kept[0] == stamp:
+            self._files.used.add(name)
             return kept[1]
         started = time.time_ns()
         data = super().read_bytes(path)
@@ -240,6 +270,22 @@ class KeptInputs(RunInputs):
         return found
 
 
+class _KeptRecord(AnalysisRecord):
+    """An analysis record read by one check, whose plan is kept for the same arguments: the
+    checker asks each record's plan to settle the run from it, and again for the analysis,
+    with the same contents (a plan is a pure function of the record and its arguments)."""
+
+    _planned: Optional[tuple] = None
+
+    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]):
+        last = self._planned
+        if last is not None and last[0] == hashes and last[1] == data and last[2] == admitted:
+            return None if last[3] is None else (list(last[3][0]), list(last[3][1]))
+        found = super().plan(hashes, data, admitted)
+        self._planned = (dict(hashes), dict(data), set(admitted), None if found is None else (list(found[0]), list(found[1])))
+        return found
+
+
 # New per-file facts of one kind the server gathers before it writes the kind's entry.
 FACTS_WRITE_AFTER = 32
 
@@ -251,9 +297,14 @@ class KeptResultCache(ResultCache):
     marks and replaces a record's own fields, never a group's). Writes wait until `flush`
     (the server calls it once the diagnostics are out); any read flushes them first."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, parses: Optional[KeptParses] = None) -> None:
         super().__init__(folder)
+        # The check's parses: what it outlined before the analysis opened its facts.
+        self._parses = parses
         self._decoded: _UsedDict = _UsedDict()
+        # Entry path -> (its stat, its bytes): an analysis record is megabytes, read (and its
+        # memo key hashed) on every check otherwise.
+        self._entries: _UsedDict = _UsedDict()
         self._pending: list = []
         # (kind, key) -> per-file facts, read from disk once and kept up to date; the keys
         # on disk (read or last written).
@@ -282,7 +333,14 @@ class KeptResultCache(ResultCache):
         if known is None:
             known = self._facts[(kind, key)] = super().load_facts(kind, key).known
             self._written[(kind, key)] = set(known)
-        return FileFacts(known)
+        facts = FileFacts(known)
+        if kind == "outlines" and self._parses is not None:
+            # The record's plan loads edited files before the analysis reads these facts (its
+            # outlines go to the kept parses): the analysis's copy outlines them again else.
+            # A fact is a pure function of its key, whichever store holds it.
+            for fact_key, value in self._parses.outlines_used().items():
+                facts.known.setdefault(fact_key, value)
+        return facts
 
     def store_facts(self, kind: str, key: str, facts: FileFacts) -> None:
         """Kept in memory at once; on disk (for the command line, a later server) once
@@ -320,13 +378,37 @@ class KeptResultCache(ResultCache):
         self.flush()
         return super().analysis_records(key, files)
 
+    def _read(self, path: Path, decode):
+        """`ResultCache._read`, with the bytes of an entry whose stat is unchanged (and was
+        quiet when read, as `KeptInputs.read_bytes`) kept: the same bytes object each time."""
+        name = os.fspath(path)
+        stamp = _entry_key(name)
+        kept = dict.get(self._entries, name)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            self._entries.used.add(name)
+            data = kept[1]
+        else:
+            started = time.time_ns()
+            data = read_regular_file(path, MAX_ENTRY_BYTES)
+            self._entries.pop(name, None)
+            if data is None:
+                return None
+            if stamp is not None and _quiet(stamp, started) and _entry_key(name) == stamp:
+                self._entries[name] = (stamp, data)
+        try:
+            return decode(data)
+        except ENTRY_FAULTS as error:
+            self._rejected(error)
+            return None
+
     def _decode_analysis(self, data: bytes, key: str, files: frozenset) -> AnalysisRecord:
         memo = (data, key, files)
         record = self._decoded.get(memo)
         if record is None:
             record = self._decoded[memo] = super()._decode_analysis(data, key, files)
         reported = None if record.reported is None else dict(record.reported)
-        return AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=record.files, stored_reported=record.stored_reported)
+        return _KeptRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=record.files, stored_reported=record.stored_reported)
 
     def end(self) -> None:
         self._decoded.forget_unused()
+        self._entries.forget_unused()

@@ -304,7 +304,8 @@ class TraceLintServer(LanguageServer):
         if kept is None or kept.cache.folder != folder:
             if kept is not None:
                 kept.cache.write_kept_facts()
-            kept = self._kept[project.root] = _Kept(KeptParses(), KeptInputs(), KeptResultCache(folder))
+            parses = KeptParses()
+            kept = self._kept[project.root] = _Kept(parses, KeptInputs(), KeptResultCache(folder, parses))
         return kept
 
     def forget_files(self) -> None:
