@@ -462,14 +462,15 @@ async def test_the_analysis_finds_the_outlines_the_record_plan_made(tmp_path: Pa
 @pytest.mark.asyncio
 async def test_a_record_plans_once_per_check_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The checker asks a record's plan to settle the run from it and again for the analysis;
-    a record the kept cache reads keeps its plan for the same arguments, so it is computed
-    once per check, and every finding after each edit is the same as with it computed each time."""
-    from trace_lint.driver.cache import AnalysisRecord
-    from trace_lint.lsp import kept
+    a record keeps its plan for the same arguments (`AnalysisRecord._planned`), so it is
+    computed once per check, and every finding after each edit is the same as with it
+    computed each time."""
+    from trace_lint.driver.cache import AnalysisRecord, GroupRecord
 
     computed: list[int] = []
+    real_touched = GroupRecord.touched
+    monkeypatch.setattr(GroupRecord, "touched", lambda self, *a: computed.append(1) or real_touched(self, *a))
     real_plan = AnalysisRecord.plan
-    monkeypatch.setattr(AnalysisRecord, "plan", lambda self, *a: computed.append(1) or real_plan(self, *a))
     edits = [MODEL.replace("    return out\n", "    y = ttnn.relu(out)\n    return out\n"), "# a comment\n" + MODEL, MODEL]
 
     async def edit_all(root: Path) -> tuple[list, int]:
@@ -494,7 +495,7 @@ async def test_a_record_plans_once_per_check_and_finds_the_same(tmp_path: Path, 
             server._executor.shutdown(wait=True)
 
     with monkeypatch.context() as off:
-        off.setattr(kept._KeptRecord, "plan", lambda self, *a: AnalysisRecord.plan(self, *a))
+        off.setattr(AnalysisRecord, "plan", lambda self, *a: (setattr(self, "_planned", None), real_plan(self, *a))[1])
         without, planned_without = await edit_all(tmp_path / "off")
     found, planned = await edit_all(tmp_path / "on")
     assert found == without and all("TRC302" in [f[0] for f in step] for step in found)

@@ -270,22 +270,6 @@ class KeptInputs(RunInputs):
         return found
 
 
-class _KeptRecord(AnalysisRecord):
-    """An analysis record read by one check, whose plan is kept for the same arguments: the
-    checker asks each record's plan to settle the run from it, and again for the analysis,
-    with the same contents (a plan is a pure function of the record and its arguments)."""
-
-    _planned: Optional[tuple] = None
-
-    def plan(self, hashes: dict[str, str], data: dict[str, bytes], admitted: set[str]):
-        last = self._planned
-        if last is not None and last[0] == hashes and last[1] == data and last[2] == admitted:
-            return None if last[3] is None else (list(last[3][0]), list(last[3][1]))
-        found = super().plan(hashes, data, admitted)
-        self._planned = (dict(hashes), dict(data), set(admitted), None if found is None else (list(found[0]), list(found[1])))
-        return found
-
-
 # New per-file facts of one kind the server gathers before it writes the kind's entry.
 FACTS_WRITE_AFTER = 32
 
@@ -407,7 +391,7 @@ class KeptResultCache(ResultCache):
         if record is None:
             record = self._decoded[memo] = super()._decode_analysis(data, key, files)
         reported = None if record.reported is None else dict(record.reported)
-        return _KeptRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=record.files, stored_reported=record.stored_reported)
+        return AnalysisRecord(record.hashes, list(record.groups), dict(record.facts), reported, files=record.files, stored_reported=record.stored_reported)
 
     def end(self) -> None:
         self._decoded.forget_unused()
