@@ -369,13 +369,25 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
             return None
         selected = {entry[2] for entry in entries if entry[4] & SELECTED}
         needed = selected | {f.filename for f in record.findings if _reported_elsewhere(f, selected)}
-        # A file edited since (a new comment can be a suppression) is settled again.
-        if not needed <= record.reported.keys() or any(current[display] != record.hashes[display] for display in needed):
+        if not needed <= record.reported.keys():
+            return None
+        # A file edited since (a new comment can be a suppression) is settled again: here
+        # where that is known to report nothing, else by the analysis.
+        edited = {display for display in needed if current[display] != record.hashes[display]}
+        if edited and not _edits_report_nothing(edited, data, record):
             return None
         if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings):
             return None
-        return [f for display in sorted(needed) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
+        return [f for display in sorted(needed - edited) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
+
+
+def _edits_report_nothing(edited: set[str], data: dict[str, bytes], record) -> bool:
+    """Whether each edited file reports nothing, as `_reported` would settle it, when the
+    engine's findings are the record's (no group is touched): it holds none of them and
+    cannot hold a suppression (so no unused one either)."""
+    located = {finding.filename for finding in record.findings}
+    return not any(display in located or _may_hold_suppressions_in(data[display]) for display in edited)
 
 
 def _plan_context(entries, settings: Settings) -> tuple[dict[str, tuple], object]:

@@ -1,0 +1,147 @@
+"""An edit that touches no analysis group, of a file that holds none of the engine's findings
+and cannot hold a suppression, is settled from the analysis record without analysing
+(`checker._edits_report_nothing`): the file reports nothing. Every other edited file is
+settled by the analysis. Each test compares the cached run with a `--no-cache` run, and
+with the shortcut turned off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trace_lint.core.config import load_settings
+from trace_lint.driver import checker
+from trace_lint.driver.cache import ResultCache
+
+HELPERS = '''\
+import time
+
+
+def unused(x):
+    y = x + 1
+    return y
+
+
+def used(x):
+    z = x + 2
+    return z
+'''
+
+RUNNER = '''\
+import ttnn
+
+from pkg.helpers import used
+
+
+def capture(device, x):
+    used(x)
+    tid = ttnn.begin_trace_capture(device, cq_id=0)
+    try:
+        out = used(x)
+        host = ttnn.to_torch(out)
+    finally:
+        ttnn.end_trace_capture(device, tid, cq_id=0)
+    return out, host
+'''
+
+OTHER = '''\
+def plain(a):
+    return a * 2
+'''
+
+
+class Analyses:
+    """How many times a run analysed (`checker._analysed`), rather than settling."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        real = checker._analysed
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(checker, "_analysed", counted)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.trace-lint]\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "helpers.py").write_text(HELPERS)
+    (root / "pkg" / "runner.py").write_text(RUNNER)
+    (root / "pkg" / "other.py").write_text(OTHER)
+    monkeypatch.chdir(root)
+    return root
+
+
+def _run(paths: list[Path], root: Path, cache=None):
+    result = checker.check(paths, load_settings(root), cache=cache, whole_program=True)
+    found = [(f.filename, f.location.row, f.location.column, f.code, f.message, [[(s.filename, s.location.row) for s in c] for c in f.chains]) for f in result.findings]
+    return found, result.errors, result.files_checked
+
+
+def _after_edit(project: Path, tmp_path: Path, monkeypatch, name: str, data: bytes, paths=None):
+    """Fill the cache, write `data` to pkg/`name`, run with the cache: (its answer, how many
+    times it analysed), after checking that a run without the cache agrees."""
+    paths = paths or [project]
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    (project / "pkg" / name).write_bytes(data)
+    analyses = Analyses(monkeypatch)
+    cached = _run(paths, project, cache)
+    count = analyses.count
+    assert cached == _run(paths, project)
+    return cached, count
+
+
+EDITS = {
+    "comment in a dependency read in part": ("helpers.py", (HELPERS + "# a note\n").encode()),
+    "comment in an unread file": ("other.py", (OTHER + "# a note\n").encode()),
+    "code in an unread file": ("other.py", (OTHER + "\n\ndef more(b):\n    return b - 1\n").encode()),
+    "an unused suppression": ("other.py", OTHER.replace("a * 2", "a * 2  # noqa: TRC101").encode()),
+    "a suppression by its other spelling": ("other.py", OTHER.replace("a * 2", "a * 2  # trace-lint: ignore[TRC102]").encode()),
+    "bytes that do not decode": ("other.py", b'x = "\xff"\n'),
+    "a comment in the file that holds the finding": ("runner.py", (RUNNER + "# a note\n").encode()),
+    "the finding suppressed": ("runner.py", RUNNER.replace("ttnn.to_torch(out)", "ttnn.to_torch(out)  # noqa: TRC102").encode()),
+}
+
+# The edits settled without analysing: nothing else in them can be reported.
+SETTLED_HERE = {"comment in a dependency read in part", "comment in an unread file", "code in an unread file", "bytes that do not decode"}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edit_is_settled_as_an_analysis_would(project, tmp_path, monkeypatch, edit):
+    name, data = EDITS[edit]
+    (found, errors, _), analyses = _after_edit(project, tmp_path, monkeypatch, name, data)
+    assert errors == []
+    assert (analyses == 0) == (edit in SETTLED_HERE)
+    codes = {(f[0], f[3]) for f in found}
+    if edit in ("an unused suppression", "a suppression by its other spelling"):
+        assert codes == {("pkg/other.py", "TRC002"), ("pkg/runner.py", "TRC102")}
+    elif edit == "the finding suppressed":
+        assert codes == set()
+    else:
+        assert codes == {("pkg/runner.py", "TRC102")}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_the_same_answer_with_the_shortcut_off(project, tmp_path, monkeypatch, edit):
+    name, data = EDITS[edit]
+    on, _ = _after_edit(project, tmp_path / "on", monkeypatch, name, data)
+    (project / "pkg" / name).write_text({"helpers.py": HELPERS, "runner.py": RUNNER, "other.py": OTHER}[name])
+    monkeypatch.setattr(checker, "_edits_report_nothing", lambda *args: False)
+    off, analyses = _after_edit(project, tmp_path / "off", monkeypatch, name, data)
+    assert analyses == 1
+    assert on == off
+
+
+def test_a_one_file_run_of_the_edited_file(project, tmp_path, monkeypatch):
+    """A run named on the edited file alone (pre-commit's, the editor's) reports what the
+    whole run reports of it: here nothing, without analysing."""
+    name, data = EDITS["code in an unread file"]
+    (found, errors, checked), analyses = _after_edit(project, tmp_path, monkeypatch, name, data, paths=[project / "pkg" / "other.py"])
+    assert (found, errors, checked, analyses) == ([], [], 1, 0)
