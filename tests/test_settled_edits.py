@@ -145,3 +145,62 @@ def test_a_one_file_run_of_the_edited_file(project, tmp_path, monkeypatch):
     name, data = EDITS["code in an unread file"]
     (found, errors, checked), analyses = _after_edit(project, tmp_path, monkeypatch, name, data, paths=[project / "pkg" / "other.py"])
     assert (found, errors, checked, analyses) == ([], [], 1, 0)
+
+
+class ParseChecks:
+    """How many named files a run parse-checked itself (`checker._has_parse_errors`)."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        real = checker._has_parse_errors
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(checker, "_has_parse_errors", counted)
+
+
+@pytest.mark.parametrize("text", [OTHER, OTHER + "\ndef broken(:\n    pass\n"], ids=["parses", "syntax error"])
+def test_a_named_files_parse_check_is_a_fact_of_its_content(project, tmp_path, monkeypatch, text):
+    """A one-file run after a whole run parse-checks a named file the prefilter does not
+    admit; a second run of the same content reads the answer from the cache."""
+    (project / "pkg" / "other.py").write_text(text)
+    named = [project / "pkg" / "other.py"]
+    expected = _run(named, project)
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    checks = ParseChecks(monkeypatch)
+    first = _run(named, project, cache)
+    for entry in (tmp_path / "cache").glob("results-*.json"):
+        entry.unlink()  # the run's own entry: the second run answers from the analysis record
+    second = _run(named, project, cache)
+    assert first == second == expected
+    assert checks.count == 1
+    assert bool(expected[0]) == (text != OTHER)
+    if text != OTHER:
+        assert {f[3] for f in expected[0]} == {"TRC001"}
+
+
+def test_the_parse_check_code_is_the_rules(project):
+    from trace_lint.rules.analysis import UnparsableFile
+
+    assert checker.UNPARSABLE == UnparsableFile.code
+
+
+@pytest.mark.parametrize("item", [["not a digest", False], ["0" * 32, "no"], ["0" * 32]], ids=["bad digest", "bad answer", "short"])
+def test_a_damaged_parse_check_is_not_served(project, tmp_path, monkeypatch, item):
+    from .cache_entries import resealed
+
+    named = [project / "pkg" / "other.py"]
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    _run(named, project, cache)
+    (entry,) = (tmp_path / "cache").glob("parse_checks-*.json")
+    entry.write_text(resealed(entry.read_text(), lambda fields: fields["entries"].append(item)))
+    for results in (tmp_path / "cache").glob("results-*.json"):
+        results.unlink()
+    checks = ParseChecks(monkeypatch)
+    assert _run(named, project, cache) == _run(named, project)
+    assert checks.count == 1
+    assert cache.facts_rejections["parse_checks"]

@@ -550,6 +550,13 @@ def _admission_item(item) -> tuple[tuple[str, str, bool], bool]:
     return (content, _text(name), is_package), admitted
 
 
+def _parse_check_item(item) -> tuple[str, bool]:
+    content, has_errors = _list(item, 2, 2)
+    if type(content) is not str or not HASH.fullmatch(content) or type(has_errors) is not bool:
+        raise BadEntry("a bad parse check")
+    return content, has_errors
+
+
 EDIT_KINDS = frozenset({"blank", "indent", "elif", "space"})
 
 
@@ -635,6 +642,7 @@ FACT_CODECS = {
     "admitted": (lambda key, admitted: [*key, admitted], _admission_item),
     "scans": (_scan_data, _scan_item),
     "outlines": (_outline_data, _outline_item),
+    "parse_checks": (lambda content, has_errors: [content, has_errors], _parse_check_item),
 }
 
 

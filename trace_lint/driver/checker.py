@@ -376,7 +376,7 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
         edited = {display for display in needed if current[display] != record.hashes[display]}
         if edited and not _edits_report_nothing(edited, data, record):
             return None
-        if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings):
+        if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings, cache, current):
             return None
         return [f for display in sorted(needed - edited) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
@@ -400,18 +400,44 @@ def _plan_context(entries, settings: Settings) -> tuple[dict[str, tuple], object
     return {entry[2]: (entry[0], entry[1]) for entry in entries}, lambda data, probe: candidate_chunks(prefilter, data, probe)
 
 
-def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings) -> bool:
+def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings, cache=None, current: Optional[dict[str, str]] = None) -> bool:
     """Whether the parse check a run makes of these named files (`_parse_errors`) finds
-    anything: the same check, on a project of those files alone (a file's parse error is
-    its own)."""
+    anything: the same check, on a project of each file alone (a file's parse error is its
+    own). With a cache (and each file's content hash), a file's answer is a fact of its
+    content (`parse_checks`), computed only for contents the cache has not seen."""
+    if UNPARSABLE not in settings.enabled_codes():
+        return False
+    checks = None
+    if cache is not None and current is not None:
+        from .cache import tool_key
+
+        checks = cache.load_facts("parse_checks", tool_key("parse_checks"))
+    found = False
+    for index in indexes:
+        if checks is None:
+            found = _has_parse_errors(entries, raw, index, settings)
+        else:
+            found = checks.get(current[entries[index][2]], lambda: _has_parse_errors(entries, raw, index, settings))
+        if found:
+            break
+    if checks is not None and checks.new:
+        cache.store_facts("parse_checks", tool_key("parse_checks"), checks)
+    return found
+
+
+# rules.analysis.UnparsableFile.code, named without loading the rules.
+UNPARSABLE = "TRC001"
+
+
+def _has_parse_errors(entries, raw: dict[int, bytes], index: int, settings: Settings) -> bool:
     from ..semantic.project import ModuleInfo, Project
 
-    modules = [ModuleInfo(entries[i][0], entries[i][1], entries[i][2], text=entries[i][3]) for i in indexes]
-    project = Project(modules)
-    for module, index in zip(modules, indexes):
-        if index in raw:
-            project._raw[id(module)] = raw[index]
-    return bool(_parse_errors(project, settings, modules, settings.enabled_codes(), []))
+    path, names, display, text, _role = entries[index]
+    module = ModuleInfo(path, names, display, text=text)
+    project = Project([module])
+    if index in raw:
+        project._raw[id(module)] = raw[index]
+    return bool(_parse_errors(project, settings, [module], {UNPARSABLE}, []))
 
 
 def _finished(findings: list[Finding]) -> list[Finding]:
