@@ -162,3 +162,28 @@ def test_a_new_caller_outside_the_candidate_chunks_of_an_admitted_file_is_found(
     found, runs = _after_edit(project, tmp_path, monkeypatch, "pkg/gen_b.py", GENERATOR.format(between="pass") + METHOD_CALLER)
     assert ["pkg/gen_a.py"] in runs
     assert ("pkg/gen_b.py", 29, "TRC408") in _codes(found)
+
+
+def test_a_changed_text_is_outlined_once_for_every_ask(monkeypatch):
+    """`ChangedText.keeps` and `calls_outside_candidates` read one outline of the text (and
+    a text that does not decode is decoded once)."""
+    from trace_lint.driver.cache import ChangedText
+    from trace_lint.frontend import source
+    from trace_lint.semantic.project import ModuleInfo
+
+    decodes = []
+    real = source.decode
+    monkeypatch.setattr(source, "decode", lambda data: decodes.append(data) or real(data))
+    data = b"def used(x):\n    return x\n\n\ndef other(y):\n    return used(y)\n"
+    text = ChangedText(data, "pkg/helpers.py", ("pkg/helpers.py", ("pkg.helpers",)), lambda data, probe: None)
+    before = ModuleInfo.parsed_count
+    assert not text.keeps((("pkg.helpers",), False, "an outline digest of other text", ()))
+    assert text.calls_outside_candidates({"used"})
+    assert not text.calls_outside_candidates({"missing"})
+    assert (ModuleInfo.parsed_count - before, len(decodes)) == (1, 1)
+
+    broken = ChangedText(b'x = "\xff"\n', "pkg/broken.py", ("pkg/broken.py", ("pkg.broken",)), lambda data, probe: None)
+    for _ in range(2):
+        assert broken.calls_outside_candidates({"used"})
+        assert not broken.keeps((("pkg.broken",), False, "", ()))
+    assert len(decodes) == 2

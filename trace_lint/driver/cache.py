@@ -137,6 +137,7 @@ class ChangedText:
         self._called: Optional[set[str]] = None
         self._defined: Optional[set[str]] = None
         self._parts: dict[tuple, Optional[tuple]] = {}
+        self._probes: dict[tuple, object] = {}
 
     @property
     def called(self) -> set[str]:
@@ -156,15 +157,12 @@ class ChangedText:
         if self.module is None or self.candidate_chunks is None:
             return True
         if self._outside is None:
-            from ..frontend.source import decode
-            from ..semantic.project import ModuleInfo
+            from ..frontend.source import PACKAGE_FILES
 
-            source = decode(self.data)
-            if source.error is not None:
-                self._outside = None
-                return True
             path, module_names = self.module
-            probe = ModuleInfo(Path(path), module_names, self.display, text=source.text)
+            probe = self._probe(module_names, Path(path).name in PACKAGE_FILES)
+            if probe is None:
+                return True
             skip = self.candidate_chunks(self.data, probe)
             self._outside = [text for text in probe.chunk_texts() if skip is None or not skip(text)]
         return any(name in text for text in self._outside for name in names)
@@ -177,21 +175,30 @@ class ChangedText:
         names, is_package, outline, chunks = read
         key = (names, is_package)
         if key not in self._parts:
-            from ..frontend.source import decode
-            from ..semantic.project import ModuleInfo
-
-            source = decode(self.data)
-            found = None
-            if source.error is None:
-                module = ModuleInfo(Path(self.display), names, self.display, text=source.text)
-                module.is_package = is_package
-                found = module.parts_signature(range(len(module._chunks) if module.ok else 0))
-            self._parts[key] = found
+            module = self._probe(names, is_package)
+            self._parts[key] = None if module is None else module.parts_signature(range(len(module._chunks) if module.ok else 0))
         found = self._parts[key]
         if found is None or found[0] != outline:
             return False
         now = dict(found[1])
         return all(now.get(index) == digest for index, digest in chunks)
+
+    def _probe(self, names: tuple, is_package: bool):
+        """The text as a module of these names, outlined once for every ask (`keeps`,
+        `calls_outside_candidates`); None where it does not decode."""
+        key = (tuple(names), is_package)
+        if key not in self._probes:
+            from ..frontend.source import decode
+            from ..semantic.project import ModuleInfo
+
+            source = decode(self.data)
+            module = None
+            if source.error is None:
+                path = Path(self.module[0]) if self.module is not None else Path(self.display)
+                module = ModuleInfo(path, names, self.display, text=source.text)
+                module.is_package = is_package
+            self._probes[key] = module
+        return self._probes[key]
 
 
 @dataclass
