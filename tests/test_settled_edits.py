@@ -204,3 +204,33 @@ def test_a_damaged_parse_check_is_not_served(project, tmp_path, monkeypatch, ite
     assert _run(named, project, cache) == _run(named, project)
     assert checks.count == 1
     assert cache.facts_rejections["parse_checks"]
+
+
+def test_a_settled_edit_leaves_the_record_of_the_files_as_they_are(project, tmp_path, monkeypatch):
+    """After an edit settled from the record, the next run starts from a record of the
+    edited text: a second edit elsewhere does not outline the first file again, and undoing
+    both answers as before."""
+    from trace_lint.driver.cache import ChangedText
+
+    cache = ResultCache(tmp_path / "cache")
+    before = _run([project], project, cache)
+    (project / "pkg" / "helpers.py").write_text(HELPERS + "# a note\n")
+    assert _run([project], project, cache) == before
+    asked: list[str] = []
+    real = ChangedText.__init__
+
+    def recorded(self, data, display="", *args, **kwargs):
+        asked.append(display)
+        real(self, data, display, *args, **kwargs)
+
+    monkeypatch.setattr(ChangedText, "__init__", recorded)
+    analyses = Analyses(monkeypatch)
+    (project / "pkg" / "other.py").write_text(OTHER + "# another note\n")
+    cached = _run([project], project, cache)
+    assert (analyses.count, "pkg/helpers.py" in asked) == (0, False)
+    assert cached == before == _run([project], project)
+    analyses.count = 0
+    (project / "pkg" / "helpers.py").write_text(HELPERS)
+    (project / "pkg" / "other.py").write_text(OTHER)
+    assert _run([project], project, cache) == before
+    assert analyses.count == 0

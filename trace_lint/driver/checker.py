@@ -277,7 +277,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
         record_key, current = _analysis_inputs(settings, entries, hashes)
         records = list(cache.analysis_records(record_key, current))
-        settled = _settled(records, entries, raw, current, admitted, settings, cache)
+        settled = _settled(records, entries, raw, current, admitted, settings, cache, record_key)
         if settled is not None:
             # Nothing the analysis read has changed, and every file this run reports on was
             # settled by the run that recorded it: neither libcst nor the rules are loaded.
@@ -351,7 +351,7 @@ def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckR
     return findings
 
 
-def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache) -> Optional[list[Finding]]:
+def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache, record_key: str) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
     (`AnalysisRecord.reported`); None otherwise. `current`: each file's content hash. A named file the prefilter does not admit
@@ -378,8 +378,23 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
             return None
         if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings, cache, current):
             return None
+        if edited:
+            _store_settled(cache, record_key, record, current, edited)
         return [f for display in sorted(needed - edited) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
+
+
+def _store_settled(cache, record_key: str, record, current: dict[str, str], edited: set[str]) -> None:
+    """The record of the files as they are now, as an analysis of them would store it: the
+    same groups (no changed file touches one), and the edited files settled as reporting
+    nothing. Without it every later run would outline each file edited since again."""
+    from .cache import AnalysisRecord
+
+    unchanged = {display for display, content in current.items() if record.hashes.get(display) == content}
+    reported = {display: found for display, found in record.reported.items() if display in unchanged}
+    reported.update((display, []) for display in edited)
+    facts = {display: value for display, value in record.facts.items() if display in unchanged}
+    cache.store_analysis(record_key, AnalysisRecord(dict(current), record.groups, facts, reported))
 
 
 def _edits_report_nothing(edited: set[str], data: dict[str, bytes], record) -> bool:
