@@ -207,9 +207,9 @@ def test_a_damaged_parse_check_is_not_served(project, tmp_path, monkeypatch, ite
 
 
 def test_a_settled_edit_leaves_the_record_of_the_files_as_they_are(project, tmp_path, monkeypatch):
-    """After an edit settled from the record, the next run starts from a record of the
-    edited text: a second edit elsewhere does not outline the first file again, and undoing
-    both answers as before."""
+    """Once edits settled from a record have changed more than one file, the next run starts
+    from a record of the files as they are: a third edit does not outline the first file
+    again, and undoing them answers as before."""
     from trace_lint.driver.cache import ChangedText
 
     cache = ResultCache(tmp_path / "cache")
@@ -223,9 +223,11 @@ def test_a_settled_edit_leaves_the_record_of_the_files_as_they_are(project, tmp_
         asked.append(display)
         real(self, data, display, *args, **kwargs)
 
+    (project / "pkg" / "other.py").write_text(OTHER + "# another note\n")
+    assert _run([project], project, cache) == before
     monkeypatch.setattr(ChangedText, "__init__", recorded)
     analyses = Analyses(monkeypatch)
-    (project / "pkg" / "other.py").write_text(OTHER + "# another note\n")
+    (project / "pkg" / "other.py").write_text(OTHER + "# a third note\n")
     cached = _run([project], project, cache)
     assert (analyses.count, "pkg/helpers.py" in asked) == (0, False)
     assert cached == before == _run([project], project)
@@ -233,4 +235,22 @@ def test_a_settled_edit_leaves_the_record_of_the_files_as_they_are(project, tmp_
     (project / "pkg" / "helpers.py").write_text(HELPERS)
     (project / "pkg" / "other.py").write_text(OTHER)
     assert _run([project], project, cache) == before
+    assert analyses.count == 0
+
+
+def test_a_one_file_run_after_edits_of_two_files(project, tmp_path, monkeypatch):
+    """A one-file run settles its file and leaves the record as it is (it cannot settle the
+    other edited file); the whole run after it settles both."""
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    (project / "pkg" / "helpers.py").write_text(HELPERS + "# a note\n")
+    (project / "pkg" / "other.py").write_text(OTHER + "# a note\n")
+    named = [project / "pkg" / "other.py"]
+    expected_named, expected_whole = _run(named, project), _run([project], project)
+    records = sorted(p.name for p in (tmp_path / "cache").glob("analysis-*"))
+    analyses = Analyses(monkeypatch)
+    assert _run(named, project, cache) == expected_named
+    assert sorted(p.name for p in (tmp_path / "cache").glob("analysis-*")) == records
+    assert _run([project], project, cache) == expected_whole
+    assert len(list((tmp_path / "cache").glob("analysis-*"))) == len(records) + 1
     assert analyses.count == 0

@@ -378,7 +378,11 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
             return None
         if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings, cache, current):
             return None
-        if edited:
+        changed = {display for display, content in current.items() if content != record.hashes[display]}
+        if len(changed) > 1 and changed == edited:
+            # Each later run would outline every file changed since the record again (one, a
+            # file edited again and again, it outlines anyway). A run that settles only some
+            # (a one-file run) leaves the record as it is.
             _store_settled(cache, record_key, record, current, edited)
         return [f for display in sorted(needed - edited) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
@@ -386,14 +390,13 @@ def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, s
 
 def _store_settled(cache, record_key: str, record, current: dict[str, str], edited: set[str]) -> None:
     """The record of the files as they are now, as an analysis of them would store it: the
-    same groups (no changed file touches one), and the edited files settled as reporting
-    nothing. Without it every later run would outline each file edited since again."""
+    same groups (no changed file touches one), and the edited files (every file changed
+    since `record`) settled as reporting nothing."""
     from .cache import AnalysisRecord
 
-    unchanged = {display for display, content in current.items() if record.hashes.get(display) == content}
-    reported = {display: found for display, found in record.reported.items() if display in unchanged}
+    reported = {display: found for display, found in record.reported.items() if display not in edited}
     reported.update((display, []) for display in edited)
-    facts = {display: value for display, value in record.facts.items() if display in unchanged}
+    facts = {display: value for display, value in record.facts.items() if display not in edited}
     cache.store_analysis(record_key, AnalysisRecord(dict(current), record.groups, facts, reported))
 
 
