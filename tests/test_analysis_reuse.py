@@ -465,7 +465,7 @@ def test_groups_that_capture_one_function_two_ways_are_analysed_as_one(tmp_path,
 def test_shared_parses_change_no_finding(fixture, tmp_path, monkeypatch):
     # The same grouped runs with each copy of the project parsing for itself.
     from trace_lint.driver import parallel
-    from trace_lint.semantic.project import SharedParses
+    from trace_lint.semantic.outline import SharedParses
 
     monkeypatch.setattr(parallel, "GROUP_BYTES", 1)
     root = tmp_path / fixture
@@ -478,7 +478,7 @@ def test_shared_parses_change_no_finding(fixture, tmp_path, monkeypatch):
 
 
 def test_files_with_the_same_text_in_one_engine_run_give_the_uncached_findings(tmp_path, monkeypatch):
-    # Groups in one process share each file's parse (`project.SharedParses`, keyed by the
+    # Groups in one process share each file's parse (`outline.SharedParses`, keyed by the
     # file as well as the text); two files of one project with the same text, both loaded
     # by one engine run.
     from trace_lint.driver import parallel

@@ -303,16 +303,16 @@ class Outlined:
     """The texts `ast` outlines while loading modules."""
 
     def __init__(self, monkeypatch):
-        from trace_lint.semantic import project
+        from trace_lint.semantic import outline as outline_module
 
         self.texts: list[str] = []
-        real = project._outline
+        real = outline_module._outline
 
         def outline(module, text, digest=None):
             self.texts.append(text)
             return real(module, text, digest)
 
-        monkeypatch.setattr(project, "_outline", outline)
+        monkeypatch.setattr(outline_module, "_outline", outline)
 
 
 def test_a_run_outlines_only_texts_it_has_not_seen(tmp_path, monkeypatch):
@@ -431,17 +431,17 @@ def test_an_outline_in_parts_is_the_whole_outline(part_lines, tmp_path, monkeypa
     redefinitions, relative imports. Where a cut falls inside a string that holds a `def`
     at the start of a line, the part before it does not parse and the whole text is
     outlined instead: loading reads the same either way."""
-    from trace_lint.semantic import project
+    from trace_lint.semantic import outline, project
 
     path = tmp_path / "pkg" / "mod.py"
     path.parent.mkdir()
     for text, always in ((PARTS_SHAPES_CUTTABLE, True), (PARTS_SHAPES, False)):
         assert "inside_a_string" not in text or not always
         path.write_text(text)
-        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 10**9)
+        monkeypatch.setattr(outline, "OUTLINE_PART_LINES", 10**9)
         whole = _outline_of(path, ("pkg.mod",), False)
-        monkeypatch.setattr(project, "OUTLINE_PART_LINES", part_lines)
-        parts = project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
+        monkeypatch.setattr(outline, "OUTLINE_PART_LINES", part_lines)
+        parts = outline._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
         assert parts == whole if always else parts in (None, whole)
         assert _outline_of(path, ("pkg.mod",), False) == whole  # whichever way loading went
     # A text the syntax limits reduce (an over-long chain): the whole outline, which reads
@@ -449,22 +449,22 @@ def test_an_outline_in_parts_is_the_whole_outline(part_lines, tmp_path, monkeypa
     from trace_lint.frontend.syntax_limits import CHAIN_LIMIT
 
     chained = PARTS_SHAPES_CUTTABLE + "\nX = " + " + ".join(["1"] * (CHAIN_LIMIT + 5)) + "\n"
-    assert project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), chained, None) is None
+    assert outline._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), chained, None) is None
     # A cut inside the docstring: the whole outline.
-    assert part_lines > 1 or project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), PARTS_SHAPES, None) is None
+    assert part_lines > 1 or outline._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), PARTS_SHAPES, None) is None
 
 
 def test_outlines_in_parts_of_this_repository_are_the_whole_outlines(monkeypatch):
     """Every source file of trace-lint itself, cut into parts of 3 lines where it can be."""
-    from trace_lint.semantic import project
+    from trace_lint.semantic import outline, project
 
     compared = 0
     for path in sorted((REPO / "trace_lint").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 10**9)
+        monkeypatch.setattr(outline, "OUTLINE_PART_LINES", 10**9)
         whole = _outline_of(path, ("pkg.mod",), path.name == "__init__.py")
-        monkeypatch.setattr(project, "OUTLINE_PART_LINES", 3)
-        parts = project._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
+        monkeypatch.setattr(outline, "OUTLINE_PART_LINES", 3)
+        parts = outline._outline_in_parts(project.ModuleInfo(path, ("pkg.mod",), path.name), text, None)
         if parts is not None:
             assert parts == whole, path
             compared += 1
@@ -478,9 +478,9 @@ def test_a_long_file_outlined_in_parts_gives_the_same_findings(tmp_path, monkeyp
     monkeypatch.chdir(project_root)
 
     def run(part_lines: int) -> set:
-        from trace_lint.semantic import project
+        from trace_lint.semantic import outline
 
-        monkeypatch.setattr(project, "OUTLINE_PART_LINES", part_lines)
+        monkeypatch.setattr(outline, "OUTLINE_PART_LINES", part_lines)
         found, errors = _findings(project_root, None)
         assert not errors
         return {(filename, row, code, json.dumps(chains)) for filename, row, code, chains in found}

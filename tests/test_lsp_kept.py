@@ -417,13 +417,13 @@ async def test_the_analysis_finds_the_outlines_the_record_plan_made(tmp_path: Pa
     record's plan loads it (does the edit keep what was read?) before the analysis opens its
     outline facts, and the kept cache hands the analysis the plan's outlines, so the edited
     text is outlined once, not twice; every finding is the same without that hand-over."""
-    import trace_lint.semantic.project as project_module
+    from trace_lint.frontend import syntax_limits
     from trace_lint.lsp import kept
 
     edited = HELPERS + "\n\ndef unrelated(t):\n    return t\n"
     outlined: list[str] = []
-    real_read = project_module.syntax_limits.read
-    monkeypatch.setattr(project_module.syntax_limits, "read", lambda text, *a, **k: outlined.append(text) or real_read(text, *a, **k))
+    real_read = syntax_limits.read
+    monkeypatch.setattr(syntax_limits, "read", lambda text, *a, **k: outlined.append(text) or real_read(text, *a, **k))
 
     async def edit_once(root: Path) -> tuple[list, int]:
         root.mkdir()

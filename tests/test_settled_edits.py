@@ -254,3 +254,94 @@ def test_a_one_file_run_after_edits_of_two_files(project, tmp_path, monkeypatch)
     assert _run([project], project, cache) == expected_whole
     assert len(list((tmp_path / "cache").glob("analysis-*"))) == len(records) + 1
     assert analyses.count == 0
+
+
+
+SETTLED_IN_A_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+from trace_lint.core.config import load_settings
+from trace_lint.driver.cache import ResultCache
+from trace_lint.driver.checker import check
+
+root, cache = Path(sys.argv[1]), ResultCache(Path(sys.argv[2]))
+found = check([root], load_settings(root), cache=cache, whole_program=True).findings
+# libcst's body ran (a deferred module in sys.modules is not loaded yet).
+print(json.dumps(["libcst._nodes" in sys.modules, "trace_lint.rules" in sys.modules, [(f.filename, f.location.row, f.code) for f in found]]))
+"""
+
+
+@pytest.mark.parametrize("edit", sorted(SETTLED_HERE))
+def test_a_settled_edit_loads_neither_libcst_nor_the_rules(project, tmp_path, edit):
+    """The edited file is outlined with `ast` alone (`outline.ModuleOutline`): libcst is
+    never loaded, nor are the rules; the answer is a `--no-cache` run's."""
+    import json
+    import subprocess
+    import sys
+
+    def fresh() -> list:
+        done = subprocess.run([sys.executable, "-c", SETTLED_IN_A_FRESH_PROCESS, str(project), str(tmp_path / "cache")], capture_output=True, text=True, cwd=project, check=True)
+        return json.loads(done.stdout)
+
+    assert fresh()[:2] == [True, True]  # the first run analyses
+    name, data = EDITS[edit]
+    (project / "pkg" / name).write_bytes(data)
+    loaded, rules, found = fresh()
+    assert (loaded, rules) == (False, False)
+    assert [tuple(f) for f in found] == [(f[0], f[1], f[3]) for f in _run([project], project)[0]]
+
+
+def _outline_facts(module) -> tuple:
+    module.load()
+    return (
+        module.ok, module.read_error, module.parse_error, module.has_outline, module.text_reduced,
+        module.parts_signature(range(len(module._chunks))), module.chunk_texts(), module.imports, module.globals,
+        module.global_bindings, module.outline_facts, module._spans,
+    )
+
+
+def test_an_outline_alone_reads_what_loading_the_module_reads():
+    """`ModuleOutline` (no libcst) and `ModuleInfo` (which parses on top of it) agree on
+    everything an outline gives, for every file of the fixtures and of trace-lint itself;
+    where `ast` refuses a text (a syntax error), the outline says it needs libcst, and the
+    module was not outlined."""
+    from trace_lint.semantic.outline import ModuleOutline
+    from trace_lint.semantic.project import ModuleInfo
+
+    repository = Path(__file__).resolve().parent.parent
+    compared, refused = 0, 0
+    for path in sorted([*(repository / "tests" / "fixtures").rglob("*.py"), *(repository / "trace_lint").rglob("*.py")]):
+        for names in (("pkg.mod",), ("a.b.mod", "mod")):
+            outline, module = ModuleOutline(path, names, path.name), ModuleInfo(path, names, path.name)
+            facts = _outline_facts(outline)
+            if outline.needs_parser:
+                assert not module.has_outline and not outline.ok, path
+                refused += 1
+            else:
+                assert facts == _outline_facts(module), path
+                compared += 1
+    assert compared > 600 and refused > 0
+
+
+def test_a_text_ast_refuses_is_probed_with_libcst(monkeypatch):
+    """A changed text this Python's parser refuses (newer syntax) is given to libcst, as
+    loading the module would: its probe is a parsed module, not an empty outline."""
+    import ast
+
+    from trace_lint.driver.cache import ChangedText
+    from trace_lint.semantic.project import ModuleInfo
+
+    real = ast.parse
+
+    def refuse(text, *args, **kwargs):
+        if "refused_here" in text:
+            raise SyntaxError("refused for the test")
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", refuse)
+    data = b"def refused_here(x):\n    return used(x)\n"
+    text = ChangedText(data, "pkg/new.py", ("pkg/new.py", ("pkg.new",)), lambda data, probe: None)
+    probe = text._probe(("pkg.new",), False)
+    assert isinstance(probe, ModuleInfo) and probe.ok and not probe.has_outline
+    assert probe.chunk_texts() == [data.decode()]
+    assert text.calls_outside_candidates({"used"})

@@ -11,6 +11,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from trace_lint.semantic import outline as outline_module
 from trace_lint.semantic import project as project_module
 from trace_lint.semantic.project import ModuleInfo
 from trace_lint.report.suppressions import statement_first_lines
@@ -285,5 +286,5 @@ def test_a_loaded_module_keeps_no_ast_tree(name, text):
     outline = again.outline  # parsed again on request
     assert isinstance(outline, ast.Module)
     assert ast.dump(outline) == ast.dump(ast.parse(text))
-    assert statement_first_lines(module) == project_module._outline_statement_lines(outline, text)
-    assert _first_code_line(module) == project_module._outline_first_code_line(outline)
+    assert statement_first_lines(module) == outline_module._outline_statement_lines(outline, text)
+    assert _first_code_line(module) == outline_module._outline_first_code_line(outline)

@@ -9,7 +9,7 @@ root) and the tool version. A warm run then only discovers, reads and hashes fil
 Per-file facts (`core.file_facts.FileFacts`), each kind in an entry of its own: what the
 prefilter admits, by content hash, module name and package flag, under the prefilter's key;
 the syntax limits' scan of a text (`syntax_limits.scan`), by the text's digest, and a
-module's `ast` outline as data (`project.OutlineFacts`), by the text's digest, the module's
+module's `ast` outline as data (`outline.OutlineFacts`), by the text's digest, the module's
 names and package flag, under the tool's. A run computes only the facts it has not seen.
 
 Analysis records (`AnalysisRecord`): the engine's findings before suppressions and before a
@@ -185,18 +185,25 @@ class ChangedText:
 
     def _probe(self, names: tuple, is_package: bool):
         """The text as a module of these names, outlined once for every ask (`keeps`,
-        `calls_outside_candidates`); None where it does not decode."""
+        `calls_outside_candidates`); None where it does not decode. An `ast` outline needs no
+        libcst; only a text `ast` refuses is given to libcst, as loading the module would."""
         key = (tuple(names), is_package)
         if key not in self._probes:
             from ..frontend.source import decode
-            from ..semantic.project import ModuleInfo
+            from ..semantic.outline import ModuleOutline
 
             source = decode(self.data)
             module = None
             if source.error is None:
                 path = Path(self.module[0]) if self.module is not None else Path(self.display)
-                module = ModuleInfo(path, names, self.display, text=source.text)
+                module = ModuleOutline(path, names, self.display, text=source.text)
                 module.is_package = is_package
+                module.load()
+                if module.needs_parser:
+                    from ..semantic.project import ModuleInfo
+
+                    module = ModuleInfo(path, names, self.display, text=source.text)
+                    module.is_package = is_package
             self._probes[key] = module
         return self._probes[key]
 
@@ -616,8 +623,8 @@ def _text_map(value) -> dict:
 
 
 def _outline_item(item):
-    """A module's outline facts (`project.OutlineFacts`) by (text digest, names, package flag)."""
-    from ..semantic.project import OutlineFacts
+    """A module's outline facts (`outline.OutlineFacts`) by (text digest, names, package flag)."""
+    from ..semantic.outline import OutlineFacts
 
     digest, names, is_package, spans, owner, methods, imports, globals_, bindings, first_code, statements = _list(item, 11, 11)
     if type(digest) is not str or not HASH.fullmatch(digest) or type(is_package) is not bool:

@@ -288,7 +288,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     if cache is None:
         return _analysed(entries, raw, settings, result, jobs, progress, cache, hashes, admitted, explicit_indexes, records)
     from ..frontend.syntax_limits import KnownScans
-    from ..semantic.project import KnownOutlines
+    from ..semantic.outline import KnownOutlines
     from .cache import tool_key
 
     # Each file's syntax-limits scan (TRC001's measure, before any parser sees the text) and

@@ -195,7 +195,7 @@ def shard(sizes: Sequence[int], count: int) -> list[list[int]]:
 # much source each (files that import one another stay together), or None for one group of
 # all. Each group is its own engine run, so a cached record keeps each group's findings with
 # what they depend on and an edit reruns only the groups it touches; groups in one process
-# share each file's parse (`project.SharedParses`). Measured cold with a cache against one
+# share each file's parse (`outline.SharedParses`). Measured cold with a cache against one
 # engine (-j1): nemo +7%, flashinfer +12%, a generated TT-NN-shaped tree +4%; after an edit
 # of a file a capture reads: 4.9 -> 3.9 s, 22.8 -> 13.8 s, 10.9 -> 2.3 s. 16 kB rather than
 # 64 kB keeps a model folder's linked files out of other models' groups: the language
@@ -260,7 +260,7 @@ def analyse_groups(project, settings, codes, explicit, groups: Sequence[list[int
     """One engine run per group, one after another: the first on `project` (which nothing
     has parsed yet), the others on fresh copies of it (with the suppression facts of their
     findings' files, which `project` never parses)."""
-    from ..semantic.project import SharedParses
+    from ..semantic.outline import SharedParses
 
     results = []
     with SharedParses():  # a file several groups read is parsed once

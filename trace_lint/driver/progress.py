@@ -44,9 +44,9 @@ class Progress:
         self.shards = f", workers done {done}/{total}"
 
     def _line(self) -> str:
-        from ..semantic.project import ModuleInfo
+        from ..semantic.outline import ModuleOutline
 
-        parsed = getattr(ModuleInfo, "parsed_count", 0)
+        parsed = ModuleOutline.parsed_count
         elapsed = time.perf_counter() - self._started
         return f"trace-lint: {self.files} files, {parsed} parsed{self.shards}, {elapsed:.1f}s"
 

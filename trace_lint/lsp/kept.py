@@ -58,7 +58,7 @@ class _UsedDict(dict):
 
 
 class KeptParses:
-    """The project's parses, outlines and positions (`semantic.project.SharedParses`, pure
+    """The project's parses, outlines and positions (`semantic.outline.SharedParses`, pure
     functions of a file's text and keyed by it) kept across checks: a check after an edit
     parses only the chunks of the edited file that changed. libcst is loaded only when a
     check needs it (the protocol side never does)."""
@@ -67,7 +67,7 @@ class KeptParses:
         self._shared = None
 
     def __enter__(self) -> "KeptParses":
-        from ..semantic.project import SharedParses
+        from ..semantic.outline import SharedParses
 
         if self._shared is None:
             shared = SharedParses()

@@ -25,6 +25,10 @@ from pathlib import Path
 from typing import Optional, Sequence
 from urllib.parse import unquote
 
+# Loaded here, in the thread that starts the server: the binder defers libcst
+# (`frontend.deferred_import`), and a deferred module first used from two threads at once (a
+# check runs in a worker thread) is not safe before Python 3.12.
+import libcst  # noqa: F401
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol

@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol
+from functools import cache
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-import libcst as cst
+from ..frontend.deferred_import import deferred_module
 
-from ..frontend.syntax_walk import children
-from .cfg import ENTRY, ControlFlowGraph
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from .cfg import ControlFlowGraph
+else:
+    # Module scope is bound from the `ast` outline without libcst (`outline_bindings`): an
+    # outline alone loads none.
+    cst = deferred_module("libcst")
 
 class FunctionScope(Protocol):
     """What the binder reads of a function (`project.FunctionInfo` is one)."""
@@ -192,8 +199,10 @@ def names_bound_by(node: cst.CSTNode) -> list[str]:
     return [name for target in assignment_targets(node) for name in target_names(target)]
 
 
-# Node kinds whose targets `local_names` counts (comprehension targets included).
-_LOCAL_TARGET_HOLDERS = frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.AsName})
+@cache
+def _local_target_holders() -> frozenset:
+    """Node kinds whose targets `local_names` counts (comprehension targets included)."""
+    return frozenset({cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.AsName})
 
 
 def local_names(function) -> frozenset[str]:
@@ -204,11 +213,12 @@ def local_names(function) -> frozenset[str]:
         return cached
     names: set[str] = set(function.params)
     names.update(function.nested)
+    holders = _local_target_holders()
     for node in function.nodes:
         kind = type(node)  # concrete classes: cheaper than isinstance on libcst's ABCs
         if kind is cst.ClassDef:
             names.add(node.name.value)
-        elif kind in _LOCAL_TARGET_HOLDERS:
+        elif kind in holders:
             for target in assignment_targets(node):
                 names.update(target_names(target))
     names.difference_update(function.imports)
@@ -269,23 +279,28 @@ def outline_bindings(node: ast.stmt, import_base) -> list[Binding]:
     return found
 
 
-# Binding kinds of the nodes a class body binds with.
-_CLASS_BODY_KINDS = {
-    cst.FunctionDef: "def", cst.ClassDef: "class", cst.Import: "import", cst.ImportFrom: "import",
-    cst.Assign: "assign", cst.AnnAssign: "annassign", cst.AugAssign: "augassign", cst.NamedExpr: "walrus",
-    cst.For: "loop", cst.WithItem: "with", cst.ExceptHandler: "except", cst.Del: "del",
-}
+@cache
+def _class_body_kinds() -> dict:
+    """Binding kinds of the nodes a class body binds with."""
+    return {
+        cst.FunctionDef: "def", cst.ClassDef: "class", cst.Import: "import", cst.ImportFrom: "import",
+        cst.Assign: "assign", cst.AnnAssign: "annassign", cst.AugAssign: "augassign", cst.NamedExpr: "walrus",
+        cst.For: "loop", cst.WithItem: "with", cst.ExceptHandler: "except", cst.Del: "del",
+    }
 
 
 def class_bindings(node: cst.ClassDef) -> dict[str, list[Binding]]:
     """The names a class body binds, in source order. Its methods do not see them (Python's
     rule: a method reads a class attribute through `self` or the class, never bare), so no
     function scope's lookup passes through here."""
+    from ..frontend.syntax_walk import children
+
+    kinds = _class_body_kinds()
     out: dict[str, list[Binding]] = {}
     stack: list[cst.CSTNode] = list(reversed(children(node.body)))
     while stack:
         current = stack.pop()
-        kind = _CLASS_BODY_KINDS.get(type(current))
+        kind = kinds.get(type(current))
         if kind is not None:
             value = current.value if kind in ("assign", "annassign", "walrus") else None
             for name in names_bound_by(current):
@@ -295,7 +310,9 @@ def class_bindings(node: cst.ClassDef) -> dict[str, list[Binding]]:
     return out
 
 
-_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+@cache
+def _comprehensions() -> frozenset:
+    return frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 
 
 def named_parameters(params: cst.Parameters) -> list[cst.Param]:
@@ -372,9 +389,10 @@ class ScopeBindings:
         below: Optional[cst.CSTNode] = None  # the ancestor just below `current` on the path
         under: Optional[cst.CSTNode] = None  # and the one below that
         current: Optional[cst.CSTNode] = node
+        comprehensions = _comprehensions()
         while current is not None and current is not stop:
             kind = type(current)
-            if kind in _COMPREHENSIONS:
+            if kind in comprehensions:
                 first = current.for_in
                 # The first iterable is read in the enclosing scope; the rest is the comprehension's.
                 if below is not None and not (below is first and under is first.iter):
@@ -415,6 +433,8 @@ class ScopeBindings:
             return tuple(all_bindings)
         states = self._flows.get(name)
         if states is None:
+            from .cfg import ENTRY
+
             gen = self._gen.get(name, {})
             entry = frozenset(b for b in all_bindings if b.kind == "param")
             states = self._flows[name] = self.graph.reaching_definitions(entry, {k: v for k, v in gen.items() if k != ENTRY})
@@ -469,6 +489,8 @@ class ScopeBindings:
         """Names bound by `:=` in an expression (not inside a lambda or a nested def)."""
         if not self._has_walrus:
             return []
+        from ..frontend.syntax_walk import children
+
         found: list[Binding] = []
         stack = [node]
         while stack:
@@ -508,6 +530,8 @@ class ScopeBindings:
                 return [self._binding(item.name.name.value, "except", item)]
             return []
         if kind is cst.MatchCase:
+            from ..frontend.syntax_walk import children
+
             found = []
             stack = [item.pattern]
             while stack:

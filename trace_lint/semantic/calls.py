@@ -13,7 +13,8 @@ import libcst as cst
 
 from ..core.api_tables import tables
 from .library import NO_LIBRARY, Library
-from .project import ClassInfo, FunctionInfo, ModuleInfo, Project, SharedParses
+from .outline import SharedParses
+from .project import ClassInfo, FunctionInfo, ModuleInfo, Project
 from .receivers import has_decorator, is_receiver, receiver_parameter
 from ..frontend.syntax_walk import children, preorder
 from .bindings import assignment_targets, parameters, star_parameters, target_leaves, target_path
