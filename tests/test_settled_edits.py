@@ -257,6 +257,41 @@ def test_a_one_file_run_after_edits_of_two_files(project, tmp_path, monkeypatch)
 
 
 
+@pytest.mark.parametrize("on_demand", [True, False], ids=["read on demand", "all read"])
+def test_a_run_the_newest_record_settles_reads_no_other(project, tmp_path, monkeypatch, on_demand):
+    """Records are read when a run reaches them (`cache.ReadOnDemand`): with four records of
+    earlier states on disk, an edit the newest settles decodes that one alone; an edit that
+    needs the analysis reads on. Every answer is the one with all read first."""
+    from trace_lint.driver import cache as cache_module
+
+    if not on_demand:
+        monkeypatch.setattr(cache_module, "ReadOnDemand", list)
+    cache = ResultCache(tmp_path / "cache")
+    for note in range(4):  # four states of the files, each with its record
+        (project / "pkg" / "runner.py").write_text(RUNNER + f"# note {note}\n")  # analysed: the file holds a finding
+        _run([project], project, cache)
+    assert len(list((tmp_path / "cache").glob("analysis-*"))) == 4
+    decoded: list[int] = []
+    real = ResultCache._decode_analysis
+
+    def counted(self, *args, **kwargs):
+        decoded.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ResultCache, "_decode_analysis", counted)
+    analyses = Analyses(monkeypatch)
+    (project / "pkg" / "other.py").write_text(OTHER + "# a note\n")
+    settled = _run([project], project, cache)
+    assert (len(decoded), analyses.count) == ((1, 0) if on_demand else (4, 0))
+    assert settled == _run([project], project)
+    decoded.clear()
+    analyses.count = 0
+    (project / "pkg" / "runner.py").write_text(RUNNER.replace("ttnn.to_torch(out)", "ttnn.to_torch(out)  # noqa: TRC102"))
+    analysed = _run([project], project, cache)
+    assert (len(decoded), analyses.count) == (4, 1)
+    assert analysed == _run([project], project)
+
+
 SETTLED_IN_A_FRESH_PROCESS = """
 import json, sys
 from pathlib import Path

@@ -242,6 +242,27 @@ class GroupRecord:
         )
 
 
+class ReadOnDemand:
+    """The records `ResultCache.analysis_records` yields, each read (and decoded) when a loop
+    first reaches it and kept for the next loop: a run the newest record settles reads no
+    other (a record is megabytes of JSON)."""
+
+    def __init__(self, records: Iterator["AnalysisRecord"]):
+        self._records = records
+        self._read: list[AnalysisRecord] = []
+
+    def __iter__(self) -> Iterator["AnalysisRecord"]:
+        index = 0
+        while True:
+            if index == len(self._read):
+                record = next(self._records, None)
+                if record is None:
+                    return
+                self._read.append(record)
+            yield self._read[index]
+            index += 1
+
+
 @dataclass
 class AnalysisRecord:
     """The engine's findings for a project (before suppressions and before choosing what a

@@ -7,7 +7,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from ..frontend.discovery import discover, display_path, matches_per_file_glob
 from ..semantic.module_names import module_names, source_roots
@@ -273,10 +273,12 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
         return []
     from ..frontend.prefilter import enabled as prefilter_enabled
 
-    records: list = []
+    records: Iterable = []
     if cache is not None and hashes is not None and admitted is not None and prefilter_enabled():
         record_key, current = _analysis_inputs(settings, entries, hashes)
-        records = list(cache.analysis_records(record_key, current))
+        from .cache import ReadOnDemand
+
+        records = ReadOnDemand(cache.analysis_records(record_key, current))
         settled = _settled(records, entries, raw, current, admitted, settings, cache, record_key)
         if settled is not None:
             # Nothing the analysis read has changed, and every file this run reports on was
@@ -304,7 +306,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     return findings
 
 
-def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: list) -> list[Finding]:
+def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: Iterable) -> list[Finding]:
     """The analysis of the project (`_analyse` once nothing could be answered from the cache)."""
     from ..frontend.prefilter import enabled as prefilter_enabled
     from ..semantic.project import ModuleInfo, Project
@@ -351,7 +353,7 @@ def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckR
     return findings
 
 
-def _settled(records: list, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache, record_key: str) -> Optional[list[Finding]]:
+def _settled(records: Iterable, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache, record_key: str) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
     (`AnalysisRecord.reported`); None otherwise. `current`: each file's content hash. A named file the prefilter does not admit
