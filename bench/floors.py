@@ -32,12 +32,13 @@ from pathlib import Path
 def record(root: Path, out: Path) -> None:
     before = set(sys.modules)
     from trace_lint.cli import app
+    from trace_lint.semantic import outline as outline_module
     from trace_lint.semantic import project
 
     outlined: list[str] = []
     parsed: list[list] = []
     positioned: set[int] = set()
-    parse_chunk, outline, chunk_positions = project._parse_chunk, project._outline, project._chunk_positions
+    parse_chunk, outline, chunk_positions = project._parse_chunk, outline_module._outline, project._chunk_positions
 
     def recorded_parse(module, chunk):
         tree = parse_chunk(module, chunk)
@@ -52,7 +53,7 @@ def record(root: Path, out: Path) -> None:
         positioned.add(id(tree))
         return chunk_positions(tree, first_line)
 
-    project._parse_chunk, project._outline, project._chunk_positions = recorded_parse, recorded_outline, recorded_positions
+    project._parse_chunk, outline_module._outline, project._chunk_positions = recorded_parse, recorded_outline, recorded_positions
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
         try:
             app(["check", str(root), "--no-cache", "-j1", "--exit-zero", "--output-format", "concise"], standalone_mode=False)
