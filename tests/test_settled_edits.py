@@ -380,3 +380,31 @@ def test_a_text_ast_refuses_is_probed_with_libcst(monkeypatch):
     assert isinstance(probe, ModuleInfo) and probe.ok and not probe.has_outline
     assert probe.chunk_texts() == [data.decode()]
     assert text.calls_outside_candidates({"used"})
+
+
+def test_a_damaged_finding_of_the_named_file_is_not_served(project, tmp_path, monkeypatch):
+    """A record whose stored finding of the named file is damaged (sealed again, so only the
+    field checks see it) is not used: the run analyses and answers as `--no-cache` does."""
+    import json
+
+    from .cache_entries import resealed
+
+    cache = ResultCache(tmp_path / "cache")
+    _run([project], project, cache)
+    for entry in (tmp_path / "cache").glob("results-*.json"):
+        entry.unlink()
+    (record,) = (tmp_path / "cache").glob("analysis-*.json")
+
+    def damage(fields):
+        for group in fields["groups"]:
+            for item in group["findings"]:
+                if item["filename"] == "pkg/runner.py":
+                    item["location"] = [0, 0]
+
+    record.write_text(resealed(record.read_text(), damage))
+    assert json.loads(record.read_text().partition("\n")[2])  # still an entry
+    analyses = Analyses(monkeypatch)
+    named = [project / "pkg" / "runner.py"]
+    found = _run(named, project, cache)
+    assert analyses.count == 1
+    assert found == _run(named, project)
