@@ -60,8 +60,9 @@ class _UsedDict(dict):
 class KeptParses:
     """The project's parses, outlines and positions (`semantic.outline.SharedParses`, pure
     functions of a file's text and keyed by it) kept across checks: a check after an edit
-    parses only the chunks of the edited file that changed. libcst is loaded only when a
-    check needs it (the protocol side never does)."""
+    parses only the chunks of the edited file that changed. The server imports libcst when
+    it starts (`server.py`: the binder's deferred libcst is not safe across threads); the
+    protocol side never uses it."""
 
     def __init__(self) -> None:
         self._shared = None

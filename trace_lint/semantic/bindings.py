@@ -312,6 +312,7 @@ def class_bindings(node: cst.ClassDef) -> dict[str, list[Binding]]:
 
 @cache
 def _comprehensions() -> frozenset:
+    """Node kinds that are a scope of their own (`own_scope`)."""
     return frozenset({cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
 
 
