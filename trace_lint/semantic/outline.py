@@ -151,7 +151,7 @@ class ModuleOutline:
         self.source: Optional[SourceText] = None
         self.read_error: Optional[str] = None
         self.parse_error: Optional[tuple[str, int, int]] = None
-        # Whether `ast` outlined the module (else libcst alone parsed it, as a whole); the
+        # Whether `ast` outlined the module (else only libcst can, as a whole: `_parse_whole`); the
         # outline's text where it is not the source's (over-long expressions replaced).
         self.has_outline = False
         self._outline_text: Optional[str] = None
@@ -225,8 +225,8 @@ class ModuleOutline:
             if known is not None and self._outline_text is None and not self.text_reduced:
                 known.put(key, self._outline_data())
             return
-        # This Python's parser refuses it: libcst decides, on the whole module (it may be
-        # newer syntax that libcst knows).
+        # This Python's parser refuses it: only libcst can decide, on the whole module (it
+        # may be newer syntax that libcst knows).
         self._parse_whole(text)
 
     def _parse_whole(self, text: str) -> None:
