@@ -287,7 +287,7 @@ async def _until(condition, limit: float = 60.0) -> None:
 
 
 def test_a_stat_is_trusted_once_the_file_system_clock_has_moved_past_it():
-    from trace_lint.lsp.kept import RACY_FINE_NS, RACY_NS, _quiet
+    from trace_lint.driver.stat_index import RACY_FINE_NS, RACY_NS, quiet as _quiet
 
     now = 1_700_000_000_123_456_789
     fine = (now - 2 * RACY_FINE_NS, now - 2 * RACY_FINE_NS, 10, 1, 1)
@@ -509,10 +509,11 @@ def test_an_entry_is_read_again_only_once_its_stat_changes(tmp_path: Path, monke
     plain cache refuses."""
     from trace_lint.core.file_facts import FileFacts
     from trace_lint.driver.cache import ResultCache
+    from trace_lint.driver import stat_index
     from trace_lint.lsp import kept
 
-    monkeypatch.setattr(kept, "RACY_FINE_NS", 0)
-    monkeypatch.setattr(kept, "RACY_NS", 0)
+    monkeypatch.setattr(stat_index, "RACY_FINE_NS", 0)
+    monkeypatch.setattr(stat_index, "RACY_NS", 0)
     opened: list[str] = []
     real_read = kept.read_regular_file
     monkeypatch.setattr(kept, "read_regular_file", lambda path, most: opened.append(str(path)) or real_read(path, most))

@@ -202,9 +202,14 @@ def check(
         from .driver.progress import Progress
 
         cache = None if no_cache else ResultCache(cache_folder(settings))
+        inputs = None
+        if cache is not None:
+            from .driver.stat_index import StatIndex
+
+            inputs = StatIndex(cache, settings)
 
         def run(fixed_texts: dict[Path, str]):
-            return run_check(
+            checked = run_check(
                 targets,
                 settings,
                 force_exclude=force_exclude,
@@ -215,7 +220,11 @@ def check(
                 # Stdin without a file name belongs to no project: it is checked on its own.
                 whole_program=not (sources and stdin_filename is None),
                 configure=configure if hierarchical else None,
+                inputs=inputs,
             )
+            if inputs is not None:
+                inputs.save()  # what this run read, for the next
+            return checked
 
         fixed = 0
         done_status: Optional[int] = None  # set when a fixing mode has answered already

@@ -375,6 +375,7 @@ FINDING_KEYS = frozenset({"code", "message", "filename", "location", "end_locati
 FIX_KEYS = frozenset({"applicability", "message", "edits"})
 ENTRY_KEYS = frozenset({"files_checked", "findings"})
 ANALYSIS_KEYS = frozenset({"hashes", "groups", "facts", "reported"})
+INPUTS_KEYS = frozenset({"discoveries", "names", "displays", "files"})
 GROUP_KEYS = frozenset({"members", "dependent", "parts", "tokens", "calls", "defs", "outside", "kinds", "findings"})
 HASH = re.compile(r"[0-9a-f]{32}")
 
@@ -753,6 +754,17 @@ class ResultCache:
             self._prune(pattern)
         except OSError:
             pass
+
+    # -- what a run read from the file system (`stat_index.StatIndex`) -----------------------
+    def _inputs_entry(self, key: str) -> Path:
+        return self.folder / f"inputs-{key}.json"
+
+    def load_inputs(self, key: str, decode):
+        """`decode` of the entry's fields, or None (missing, foreign or damaged)."""
+        return self._read(self._inputs_entry(key), lambda data: decode(_opened(data, INPUTS_KEYS, key)))
+
+    def store_inputs(self, key: str, fields: dict) -> None:
+        self._write(self._inputs_entry(key), sealed(key, fields), "inputs-*.json")
 
     # -- per-file facts --------------------------------------------------------------------
     def _facts_entry(self, kind: str, key: str) -> Path:

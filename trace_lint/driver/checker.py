@@ -65,11 +65,15 @@ def project_root(path: Path) -> Path:
 class RunInputs:
     """How a run reads what it checks: the project's files, their module names and display
     paths, their bytes and content hashes, and what the prefilter admits, each computed
-    afresh. A long-lived caller passes one that keeps them between its runs
-    (`lsp.kept.KeptInputs`); every answer it gives must equal this one's."""
+    afresh. A caller that keeps them between runs passes its own: the language server in
+    memory (`lsp.kept.KeptInputs`), a command-line run with the cache in the cache folder
+    (`stat_index.StatIndex`); every answer it gives must equal this one's."""
 
     def discover_project(self, folders: list[Path], settings: Settings):
         return discover(folders, settings, force_exclude=True)
+
+    def discover_named(self, paths: list[Path], settings: Settings, force_exclude: bool):
+        return discover(paths, settings, force_exclude=force_exclude)
 
     def module_names(self, real: Path, roots: tuple[Path, ...]) -> tuple[str, ...]:
         return module_names(real, roots)
@@ -84,6 +88,15 @@ class RunInputs:
         from ..core.file_facts import content_digest
 
         return content_digest(data)
+
+    def file_hash(self, path: Path) -> tuple[bytes, str]:
+        """The file's bytes and their content hash."""
+        data = self.read_bytes(path)
+        return data, self.content_hash(data)
+
+    def known_hash(self, path: Path) -> Optional[str]:
+        """The file's content hash where it is known without reading the file (None: read it)."""
+        return None
 
     def admits(self, prefilter, data: bytes, name: str, is_package: bool) -> bool:
         return prefilter.admits(data, name, is_package)
@@ -134,7 +147,7 @@ def check(
         print(f"trace-lint: warning: {warning}", file=sys.stderr)
     sources = {real_path(p): text for p, text in (sources or {}).items()}
     on_disk = [p for p in paths if real_path(p) not in sources]
-    found = discover(on_disk, settings, force_exclude=force_exclude)
+    found = inputs.discover_named(on_disk, settings, force_exclude)
     result.errors.extend(found.errors)
     files = list(found.files)
     explicit = {real_path(p) for p in paths if p.exists() and not p.is_dir()} | set(sources)
@@ -177,7 +190,7 @@ def check(
         entries.append((path, inputs.module_names(key, roots), inputs.display_path(path), sources.get(key), role))
     result.files_checked = sum(1 for entry in entries if entry[4] & SELECTED)
 
-    raw: dict[int, bytes] = {}
+    raw = EntryBytes(entries, inputs)
     run_key = None
     hashes: Optional[list[tuple[str, tuple[str, ...], str, int]]] = None
     if cache is not None and not result.errors:
@@ -185,13 +198,22 @@ def check(
 
         hashes = []
         for index, (path, name, display, text, role) in enumerate(entries):
-            try:
-                data = text.encode("utf-8", "surrogatepass") if text is not None else inputs.read_bytes(path)
-            except OSError:
-                hashes = None  # a file that cannot be read: report it, cache nothing
-                break
-            raw[index] = data
-            hashes.append((display, name, inputs.content_hash(data), role))
+            if text is not None:
+                data = raw[index] = text.encode("utf-8", "surrogatepass")
+                digest = inputs.content_hash(data)
+            else:
+                # A file that kept its stat since a run hashed it is read only if the
+                # analysis needs its bytes (`EntryBytes`).
+                digest = inputs.known_hash(path)
+                if digest is not None:
+                    raw.expect(index, digest)
+                else:
+                    try:
+                        raw[index], digest = inputs.file_hash(path)
+                    except OSError:
+                        hashes = None  # a file that cannot be read: report it, cache nothing
+                        break
+            hashes.append((display, name, digest, role))
         if hashes is not None:
             run_key = make_key(settings, hashes)
             hit = cache.load(run_key, [entry[2] for entry in entries], result.files_checked)
@@ -199,11 +221,69 @@ def check(
                 cache.touch_analysis(*_analysis_inputs(settings, entries, hashes))
                 findings, files_checked = hit
                 return CheckResult(findings, [], files_checked)
-    with collection_paused():
-        findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes, inputs)
+    try:
+        with collection_paused():
+            findings = _analyse(entries, raw, settings, result, jobs, progress, cache if run_key is not None else None, hashes, inputs)
+    except ChangedDuringRun:
+        # A file changed between its stat and its read: this run's hashes are not of what it
+        # read. It is made again reading every file, as a run without what `inputs` keeps.
+        return check(paths, settings, force_exclude=force_exclude, sources=sources, jobs=jobs, cache=cache, progress=progress, whole_program=whole_program, configure=configure, root=root)
     if run_key is not None and not result.errors:
         cache.store(run_key, findings, result.files_checked)
     return result if not findings else CheckResult(findings, result.errors, result.files_checked)
+
+
+class ChangedDuringRun(Exception):
+    """A file whose hash a run took from its stat was read with other contents (or could
+    not be read): what the run computed from its hashes is not of what it read."""
+
+
+class EntryBytes(dict):
+    """Each entry's bytes by its index, read when first asked for. An entry whose content
+    hash the run took from its stat (`expect`) is read only if something needs its bytes,
+    and must read back as those contents (else `ChangedDuringRun`); any other entry is read
+    as it always was (`ReadError` where it cannot be)."""
+
+    def __init__(self, entries, inputs: RunInputs) -> None:
+        super().__init__()
+        self._entries = entries
+        self._inputs = inputs
+        self._expected: dict[int, str] = {}
+
+    def expect(self, index: int, digest: str) -> None:
+        self._expected[index] = digest
+
+    def __missing__(self, index: int) -> bytes:
+        from ..frontend.source import ReadError, read_bytes
+
+        path, _names, _display, text, _role = self._entries[index]
+        if text is not None:
+            data = text.encode("utf-8", "surrogatepass")
+        elif index not in self._expected:
+            data = read_bytes(path)
+        else:
+            try:
+                data = read_bytes(path)
+            except ReadError:
+                raise ChangedDuringRun(str(path)) from None
+            if self._inputs.content_hash(data) != self._expected[index]:
+                raise ChangedDuringRun(str(path))
+        self[index] = data
+        return data
+
+    def by_display(self) -> "_BytesByDisplay":
+        return _BytesByDisplay(self, {entry[2]: index for index, entry in enumerate(self._entries)})
+
+
+class _BytesByDisplay:
+    """`EntryBytes` by display path, read when asked for (`AnalysisRecord.plan` reads only
+    the changed files)."""
+
+    def __init__(self, raw: EntryBytes, index_of: dict[str, int]) -> None:
+        self._raw, self._index_of = raw, index_of
+
+    def __getitem__(self, display: str) -> bytes:
+        return self._raw[self._index_of[display]]
 
 
 # An entry's role in a run: named as a file (always parsed), and selected for reporting.
@@ -224,14 +304,14 @@ def collection_paused():
             gc.enable()
 
 
-def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInputs, cache=None, hashes=None) -> Optional[list[int]]:
+def _admitted(entries, raw: EntryBytes, settings: Settings, inputs: RunInputs, cache=None, hashes=None) -> Optional[list[int]]:
     """Indexes of the entries the prefilter admits (files that can hold captured code's
-    start), reading their bytes into `raw`; None when a file cannot be read (the analysis
-    reports it). With a cache (and each file's content hash), the prefilter is asked only
-    about contents the cache has no answer for. Needs neither libcst nor the rules."""
+    start); None when a file cannot be read (the analysis reports it). With a cache (and
+    each file's content hash), the prefilter is asked only about contents the cache has no
+    answer for, and only their bytes are read. Needs neither libcst nor the rules."""
     from ..frameworks import prefilter_for
     from ..frontend.prefilter import enabled
-    from ..frontend.source import PACKAGE_FILES, ReadError, read_bytes
+    from ..frontend.source import PACKAGE_FILES, ReadError
 
     prefilter = prefilter_for(settings)
     admitted = []
@@ -246,17 +326,14 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
         key = admissions_key(prefilter)
         admissions = cache.load_facts("admitted", key)
     for index, (path, name, _display, text, _explicit) in enumerate(entries):
-        data = raw.get(index)
-        if data is None:
-            try:
-                data = raw[index] = text.encode("utf-8", "surrogatepass") if text is not None else read_bytes(path)
-            except ReadError:
-                return None
         is_package = path.name in PACKAGE_FILES
-        if admissions is not None:
-            found = admissions.get((hashes[index][2], name[0], is_package), lambda: inputs.admits(prefilter, data, name[0], is_package))
-        else:
-            found = inputs.admits(prefilter, data, name[0], is_package)
+        try:
+            if admissions is not None:
+                found = admissions.get((hashes[index][2], name[0], is_package), lambda: inputs.admits(prefilter, raw[index], name[0], is_package))
+            else:
+                found = inputs.admits(prefilter, raw[index], name[0], is_package)
+        except ReadError:
+            return None
         if found:
             admitted.append(index)
     if admissions is not None and admissions.new:
@@ -267,7 +344,7 @@ def _admitted(entries, raw: dict[int, bytes], settings: Settings, inputs: RunInp
 def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, inputs: RunInputs) -> list[Finding]:
     admitted = _admitted(entries, raw, settings, inputs, cache, hashes)
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
-    selected_data = (data for index, data in raw.items() if entries[index][4] & SELECTED)
+    selected_data = (raw[index] for index, entry in enumerate(entries) if entry[4] & SELECTED)
     if admitted == [] and not explicit_indexes and not any(_may_hold_suppressions_in(data) for data in selected_data):
         # Nothing can be found: libcst and the rules are never imported.
         return []
@@ -313,8 +390,13 @@ def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckR
 
     modules = [ModuleInfo(path, name, display, text=text) for path, name, display, text, _ in entries]
     project = Project(modules)
-    for index, data in raw.items():
-        project._raw[id(modules[index])] = data
+    from ..frontend.source import ReadError
+
+    for index, module in enumerate(modules):
+        try:
+            project._raw[id(module)] = raw[index]
+        except ReadError:
+            pass  # the project reads it again and reports it
     explicit = {id(m) for m, entry in zip(modules, entries) if entry[4] & EXPLICIT}
     enabled = settings.enabled_codes()
     # What the engine would compute itself: admitted modules and explicit ones, in order.
@@ -360,7 +442,7 @@ def _settled(records: Iterable, entries, raw: dict[int, bytes], current: dict[st
     is checked for its syntax errors on its own first: only one that parses is answered here."""
     admitted_set = set(admitted)
     named_only = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT and index not in admitted_set]
-    data = {entries[i][2]: content for i, content in raw.items()}
+    data = raw.by_display()
     admitted_paths = {entries[i][2] for i in admitted}
     context = _plan_context(entries, settings)
     for record in records:
@@ -455,8 +537,12 @@ def _has_parse_errors(entries, raw: dict[int, bytes], index: int, settings: Sett
     path, names, display, text, _role = entries[index]
     module = ModuleInfo(path, names, display, text=text)
     project = Project([module])
-    if index in raw:
+    from ..frontend.source import ReadError
+
+    try:
         project._raw[id(module)] = raw[index]
+    except ReadError:
+        pass  # the parse check reports it
     return bool(_parse_errors(project, settings, [module], {UNPARSABLE}, []))
 
 
@@ -539,7 +625,7 @@ def _grouped_findings(project, modules, entries, raw, hashes, admitted, settings
 
     admitted_paths = {entries[i][2] for i in admitted}
     current = _analysis_inputs(settings, entries, hashes)[1]
-    data = {entries[i][2]: content for i, content in raw.items()}
+    data = raw.by_display()
     previous, plan = None, None
     context = _plan_context(entries, settings)
     for record in records:

@@ -8,7 +8,6 @@ did not use."""
 from __future__ import annotations
 
 import os
-import stat
 import time
 from pathlib import Path
 from typing import Optional
@@ -17,15 +16,7 @@ from ..core.file_facts import FileFacts
 from ..core.files import read_regular_file
 from ..driver.cache import ENTRY_FAULTS, MAX_ENTRY_BYTES, AnalysisRecord, ResultCache
 from ..driver.checker import RunInputs
-from ..frontend.source import PACKAGE_FILES
-
-# A file or folder changed this recently (nanoseconds) may change again within the same tick
-# of the file system's clock without its stat showing it ("racy git"): read it again. A time
-# in whole seconds may come from a file system that keeps no finer (FAT keeps 2 s); one with
-# nanoseconds from one whose tick is the kernel's (a few milliseconds at most).
-RACY_NS = 2_000_000_000
-RACY_FINE_NS = 100_000_000
-
+from ..driver.stat_index import DiscoveryRead, discover_read, entry_key as _entry_key, quiet as _quiet, stat_key as _stat_key
 
 class _UsedDict(dict):
     """A dict that remembers which keys were read or written since `forget_unused`."""
@@ -105,46 +96,6 @@ class KeptParses:
         return None if shared is None else (len(shared.outlines), len(shared.trees), len(shared.spans))
 
 
-def _stat_key(path: str) -> Optional[tuple[int, int, int, int, int]]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
-
-
-def _entry_key(path: str) -> Optional[tuple[int, int, int, int, int]]:
-    """`_stat_key` of a regular file itself (entries are read without following links)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
-
-
-# What a folder above the project can hold that changes a discovery or a module name.
-_MARKS = (".git", *PACKAGE_FILES)
-
-
-def _kind(path: str) -> Optional[bool]:
-    """None: nothing there; True: a regular file; False: anything else."""
-    try:
-        return os.path.isfile(path) if os.path.lexists(path) else None
-    except OSError:
-        return None
-
-
-def _quiet(stamp: Optional[tuple], started: int) -> bool:
-    """Whether a stat taken at `started` can be trusted to show any later change."""
-    if stamp is None:
-        return True
-    changed = max(stamp[0], stamp[1])
-    coarse = stamp[0] % 1_000_000_000 == 0 or stamp[1] % 1_000_000_000 == 0
-    return changed < started - (RACY_NS if coarse else RACY_FINE_NS)
-
-
 class KeptInputs(RunInputs):
     """`checker.RunInputs` that keep, between checks of one project: the project's discovery
     (served while every folder it listed and every ignore file it looked for has the same
@@ -155,7 +106,7 @@ class KeptInputs(RunInputs):
 
     def __init__(self) -> None:
         self._settings_key: Optional[tuple] = None
-        self._discovery: Optional[tuple] = None  # (folders, the answer, stamps, trusted, marks above)
+        self._discovery: Optional[DiscoveryRead] = None
         self._files: _UsedDict = _UsedDict()  # path -> (stamp, bytes)
         self._hashes: _UsedDict = _UsedDict()  # bytes -> content hash
         self._admitted: _UsedDict = _UsedDict()  # (bytes, name, is_package) -> bool
@@ -202,23 +153,12 @@ class KeptInputs(RunInputs):
     # -- RunInputs -------------------------------------------------------------------------
     def discover_project(self, folders: list[Path], settings):
         kept = self._discovery
-        if kept is not None and kept[0] == folders and kept[3] and all(_stat_key(p) == s for p, s in kept[2]) and all(_kind(p) == k for p, k in kept[4]):
-            found = kept[1]
-        else:
-            started = time.time_ns()
-            found = super().discover_project(folders, settings)
+        if kept is None or not kept.holds(folders):
+            kept = self._discovery = discover_read(list(folders), settings, True)
             self.discoveries += 1
-            stamps = [(path, _stat_key(path)) for path in dict.fromkeys([*found.folders, *found.ignore_files])]
-            trusted = all(_quiet(stamp, started) for _path, stamp in stamps)
-            # Above the walk, what counts is whether a folder is a repository's top or a
-            # package (module names climb packages): not its other entries.
-            above = dict.fromkeys(str(parent) for folder in folders for parent in Path(os.path.abspath(folder)).parents)
-            marks = [(os.path.join(parent, name), _kind(os.path.join(parent, name))) for parent in above for name in _MARKS]
-            self._discovery = (list(folders), found, stamps, trusted, marks)
             self._forget_names()
-            self._listed = frozenset(found.folders) if trusted else frozenset()
-        # The caller extends and updates its own lists; the kept answer stays as it was.
-        return type(found)(list(found.files), list(found.errors), dict(found.real), list(found.folders), list(found.ignore_files))
+            self._listed = kept.listed()
+        return kept.answer()
 
     # Called for every file of the project on every check: keyed by text (a Path hashes its
     # parts again each time), the roots compared by identity first.
