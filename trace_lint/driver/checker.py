@@ -341,7 +341,7 @@ def _admitted(entries, raw: EntryBytes, settings: Settings, inputs: RunInputs, c
     return admitted
 
 
-def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, inputs: RunInputs) -> list[Finding]:
+def _analyse(entries, raw: EntryBytes, settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, inputs: RunInputs) -> list[Finding]:
     admitted = _admitted(entries, raw, settings, inputs, cache, hashes)
     explicit_indexes = [index for index, entry in enumerate(entries) if entry[4] & EXPLICIT]
     selected_data = (raw[index] for index, entry in enumerate(entries) if entry[4] & SELECTED)
@@ -383,7 +383,7 @@ def _analyse(entries, raw: dict[int, bytes], settings: Settings, result: CheckRe
     return findings
 
 
-def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: Iterable) -> list[Finding]:
+def _analysed(entries, raw: EntryBytes, settings: Settings, result: CheckResult, jobs: int, progress, cache, hashes, admitted, explicit_indexes: list[int], records: Iterable) -> list[Finding]:
     """The analysis of the project (`_analyse` once nothing could be answered from the cache)."""
     from ..frontend.prefilter import enabled as prefilter_enabled
     from ..semantic.project import ModuleInfo, Project
@@ -435,7 +435,7 @@ def _analysed(entries, raw: dict[int, bytes], settings: Settings, result: CheckR
     return findings
 
 
-def _settled(records: Iterable, entries, raw: dict[int, bytes], current: dict[str, str], admitted: list[int], settings: Settings, cache, record_key: str) -> Optional[list[Finding]]:
+def _settled(records: Iterable, entries, raw: EntryBytes, current: dict[str, str], admitted: list[int], settings: Settings, cache, record_key: str) -> Optional[list[Finding]]:
     """What this run reports, from the newest analysis record when no file the engine's
     findings depend on has changed and that record settled every file the run reports on
     (`AnalysisRecord.reported`); None otherwise. `current`: each file's content hash. A named file the prefilter does not admit
@@ -502,7 +502,7 @@ def _plan_context(entries, settings: Settings) -> tuple[dict[str, tuple], object
     return {entry[2]: (entry[0], entry[1]) for entry in entries}, lambda data, probe: candidate_chunks(prefilter, data, probe)
 
 
-def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list[int], settings: Settings, cache=None, current: Optional[dict[str, str]] = None) -> bool:
+def _named_files_have_parse_errors(entries, raw: EntryBytes, indexes: list[int], settings: Settings, cache=None, current: Optional[dict[str, str]] = None) -> bool:
     """Whether the parse check a run makes of these named files (`_parse_errors`) finds
     anything: the same check, on a project of each file alone (a file's parse error is its
     own). With a cache (and each file's content hash), a file's answer is a fact of its
@@ -531,7 +531,7 @@ def _named_files_have_parse_errors(entries, raw: dict[int, bytes], indexes: list
 UNPARSABLE = "TRC001"
 
 
-def _has_parse_errors(entries, raw: dict[int, bytes], index: int, settings: Settings) -> bool:
+def _has_parse_errors(entries, raw: EntryBytes, index: int, settings: Settings) -> bool:
     from ..semantic.project import ModuleInfo, Project
 
     path, names, display, text, _role = entries[index]
@@ -588,7 +588,7 @@ def _engine_findings(project, modules, entries, raw, hashes, admitted, candidate
     return findings, {}, None
 
 
-def _import_links(entries, raw: dict[int, bytes], positions: list[int]) -> list[tuple[int, int]]:
+def _import_links(entries, raw: EntryBytes, positions: list[int]) -> list[tuple[int, int]]:
     """Pairs of positions (in `positions`, entry indexes) whose files import one another,
     read from the text: a guess that only decides how the work is grouped."""
     from ..frontend.source import PACKAGE_FILES

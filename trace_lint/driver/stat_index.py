@@ -33,12 +33,15 @@ RACY_FINE_NS = 100_000_000
 Stamp = tuple[int, int, int, int, int]
 
 
+def _stamp(info: os.stat_result) -> Stamp:
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+
+
 def stat_key(path: str) -> Optional[Stamp]:
     try:
-        info = os.stat(path)
+        return _stamp(os.stat(path))
     except OSError:
         return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
 
 
 def entry_key(path: str) -> Optional[Stamp]:
@@ -47,9 +50,7 @@ def entry_key(path: str) -> Optional[Stamp]:
         info = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+    return _stamp(info) if stat.S_ISREG(info.st_mode) else None
 
 
 # What a folder above the project can hold that changes a discovery or a module name.

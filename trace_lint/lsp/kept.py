@@ -18,6 +18,7 @@ from ..driver.cache import ENTRY_FAULTS, MAX_ENTRY_BYTES, AnalysisRecord, Result
 from ..driver.checker import RunInputs
 from ..driver.stat_index import DiscoveryRead, discover_read, entry_key as _entry_key, quiet as _quiet, stat_key as _stat_key
 
+
 class _UsedDict(dict):
     """A dict that remembers which keys were read or written since `forget_unused`."""
 
