@@ -146,6 +146,30 @@ def test_a_one_file_run_reuses_the_whole_run(project, tmp_path, monkeypatch):
     assert runs.count == 3  # the three runs without the cache
 
 
+def test_a_one_file_run_decodes_only_the_findings_it_reports(project, tmp_path, monkeypatch):
+    """A record read back is sliced (`ResultCache.reported_slice`): a run on one file decodes
+    the findings it reports, here one reached from it in another file, and not the others."""
+    from trace_lint.driver import cache as cache_module
+
+    (project / "pkg" / "model_b.py").write_text(MODEL.replace("class Model", "class ModelB"))
+    (project / "pkg" / "runner_b.py").write_text(RUNNER.replace("pkg.model import Model", "pkg.model_b import ModelB").replace("Model()", "ModelB()"))
+    cache = ResultCache(tmp_path / "cache")
+    whole = _run([project], project, cache)
+    assert [(f[0], f[2]) for f in whole[0]] == [("pkg/model.py", "TRC102"), ("pkg/model_b.py", "TRC102")]
+    decoded = []
+    real = cache_module.finding_from_data
+    monkeypatch.setattr(cache_module, "finding_from_data", lambda data, files: decoded.append(data["filename"]) or real(data, files))
+    for name, reported in (("runner.py", ["pkg/model.py"]), ("runner_b.py", ["pkg/model_b.py"]), ("plain.py", [])):
+        for entry in (tmp_path / "cache").glob("results-*.json"):
+            entry.unlink()  # so that the analysis record answers
+        decoded.clear()
+        path = project / "pkg" / name
+        found = _run([path], project, cache)
+        assert decoded == reported
+        assert found == _run([path], project)
+        assert [f[0] for f in found[0]] == reported
+
+
 def test_a_named_file_that_does_not_parse_is_reported_from_a_reused_analysis(project, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "cache")
     _run([project], project, cache)

@@ -43,7 +43,7 @@ from typing import Iterable, Iterator, Optional
 from .. import __version__
 from ..core.file_facts import FileFacts
 from ..core.files import mark_cache_folder, read_regular_file as _read_regular_file, write_atomically
-from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related
+from ..core.findings import Edit, Finding, Fix, Location, Related, attach_related, union
 from ..frontend.syntax_limits import Refusal
 from ..frontend.text_index import called_names, defined_names
 
@@ -526,6 +526,52 @@ def _reported(value, files: frozenset, engine_findings: list[Finding]) -> Option
     return reported
 
 
+@dataclass
+class ReportedSlice:
+    """A record's answer for a run on some files (`ResultCache.reported_slice`): `located`,
+    the files that hold an engine finding; `needed`, the selected files and those holding a
+    finding one of whose chains starts in them; `reported`, what each needed file the
+    record settled reports (a needed file missing from it was not settled)."""
+
+    located: set[str]
+    needed: set[str]
+    reported: dict[str, list[Finding]]
+
+    @classmethod
+    def of(cls, findings: list[Finding], reported: dict[str, list[Finding]], selected: set[str]) -> "ReportedSlice":
+        needed = selected | {f.filename for f in findings if any(chain and chain[0].filename in selected for chain in f.chains)}
+        return cls({f.filename for f in findings}, needed, {display: reported[display] for display in needed if display in reported})
+
+
+def _decoded_slice(record: AnalysisRecord, selected: set[str]) -> ReportedSlice:
+    """`ReportedSlice.of` a record read back, decoding the findings of the needed files only:
+    the others are looked at for their file and where their chains start, nothing more. A
+    digest guards the entry's bytes, so what is left undecoded was written by a run."""
+    located: set[str] = set()
+    needed = set(selected)
+    for group in record.groups:
+        for item in _list(group.stored, MAX_INT):
+            filename, starts = _finding_places(item)
+            located.add(filename)
+            if filename not in needed and not starts.isdisjoint(selected):
+                needed.add(filename)
+    parts = [[finding_from_data(item, record.files) for item in group.stored if _finding_places(item)[0] in needed] for group in record.groups]
+    stored = record.stored_reported
+    return ReportedSlice(located, needed, _reported({d: stored[d] for d in needed if d in stored}, record.files, union(parts)))
+
+
+def _finding_places(item) -> tuple[str, set[str]]:
+    """A stored finding's file and the files its chains start in, without decoding it."""
+    try:
+        filename = item["filename"]
+        starts = {chain[0][0] for chain in item["chains"] if chain}
+    except (TypeError, KeyError, IndexError) as error:
+        raise BadEntry(f"a bad finding ({type(error).__name__})") from None
+    if type(filename) is not str or not all(type(start) is str for start in starts):
+        raise BadEntry("a bad finding")
+    return filename, starts
+
+
 def _paths(value, files: frozenset) -> list[str]:
     paths = _list(value, len(files))
     if not all(type(p) is str and p in files for p in paths):
@@ -848,6 +894,20 @@ class ResultCache:
             self._rejected(error)
             return False
         return True
+
+    def reported_slice(self, record: AnalysisRecord, selected: set[str]) -> Optional["ReportedSlice"]:
+        """What a run on `selected` reports from the record, with only the findings it needs
+        decoded (a one-file run after a whole run reads thousands it never shows); None for a
+        record that must not be used. A record this run decoded is sliced as it is."""
+        try:
+            if record.stored_reported is None or all(group.decoded for group in record.groups):
+                if not self.complete(record) or record.reported is None:
+                    return None
+                return ReportedSlice.of(record.findings, record.reported, selected)
+            return _decoded_slice(record, selected)
+        except ENTRY_FAULTS as error:
+            self._rejected(error)
+            return None
 
     def store_analysis(self, key: str, record: AnalysisRecord) -> bytes:
         """Write the record; its bytes (what a read of the entry decodes). Each group keeps

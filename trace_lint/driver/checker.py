@@ -449,16 +449,17 @@ def _settled(records: Iterable, entries, raw: EntryBytes, current: dict[str, str
         plan = record.plan(current, data, admitted_paths, *context)
         if plan is None:
             continue
-        if plan != ([], []) or not cache.complete(record) or record.reported is None:
+        if plan != ([], []):
             return None
         selected = {entry[2] for entry in entries if entry[4] & SELECTED}
-        needed = selected | {f.filename for f in record.findings if _reported_elsewhere(f, selected)}
-        if not needed <= record.reported.keys():
+        found = cache.reported_slice(record, selected)
+        if found is None or not found.needed <= found.reported.keys():
             return None
+        needed = found.needed
         # A file edited since (a new comment can be a suppression) is settled again: here
         # where that is known to report nothing, else by the analysis.
         edited = {display for display in needed if current[display] != record.hashes[display]}
-        if edited and not _edits_report_nothing(edited, data, record):
+        if edited and not _edits_report_nothing(edited, data, found.located):
             return None
         if named_only and _named_files_have_parse_errors(entries, raw, named_only, settings, cache, current):
             return None
@@ -467,8 +468,10 @@ def _settled(records: Iterable, entries, raw: EntryBytes, current: dict[str, str
             # Each later run would outline every file changed since the record again (one, a
             # file edited again and again, it outlines anyway). A run that settles only some
             # (a one-file run) leaves the record as it is.
+            if not cache.complete(record) or record.reported is None:
+                return None
             _store_settled(cache, record_key, record, current, edited)
-        return [f for display in sorted(needed - edited) for f in record.reported[display] if display in selected or _reported_elsewhere(f, selected)]
+        return [f for display in sorted(needed - edited) for f in found.reported[display] if display in selected or _reported_elsewhere(f, selected)]
     return None
 
 
@@ -484,11 +487,11 @@ def _store_settled(cache, record_key: str, record, current: dict[str, str], edit
     cache.store_analysis(record_key, AnalysisRecord(dict(current), record.groups, facts, reported))
 
 
-def _edits_report_nothing(edited: set[str], data: dict[str, bytes], record) -> bool:
+def _edits_report_nothing(edited: set[str], data: dict[str, bytes], located: set[str]) -> bool:
     """Whether each edited file reports nothing, as `_reported` would settle it, when the
-    engine's findings are the record's (no group is touched): it holds none of them and
-    cannot hold a suppression (so no unused one either)."""
-    located = {finding.filename for finding in record.findings}
+    engine's findings are the record's (no group is touched): it holds none of them
+    (`located`: the files that hold one) and cannot hold a suppression (so no unused one
+    either)."""
     return not any(display in located or _may_hold_suppressions_in(data[display]) for display in edited)
 
 
