@@ -183,6 +183,11 @@ def _files_as_text(fields: dict) -> None:
         row[0] = [str(part) for part in row[0]]
 
 
+def _digests_not_text(fields: dict) -> None:
+    for row in fields["files"].values():
+        row[1] = 7
+
+
 def _discovery_cut(fields: dict) -> None:
     fields["discoveries"] = [item[:3] for item in fields["discoveries"]]
 
@@ -196,7 +201,7 @@ def _names_not_a_map(fields: dict) -> None:
     fields["names"] = [[roots, list(by_file)] for roots, by_file in fields["names"]]
 
 
-@pytest.mark.parametrize("fault", [_files_as_text, _discovery_cut, _stamps_broken, _names_not_a_map, None], ids=["files", "discovery", "stamps", "names", "truncated"])
+@pytest.mark.parametrize("fault", [_files_as_text, _digests_not_text, _discovery_cut, _stamps_broken, _names_not_a_map, None], ids=["files", "digests", "discovery", "stamps", "names", "truncated"])
 def test_a_damaged_index_is_never_served_and_is_rebuilt(tree: Path, fault, monkeypatch: pytest.MonkeyPatch):
     whole = _run(".", "--no-cache")
     entry = _entry(tree)

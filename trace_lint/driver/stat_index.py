@@ -163,7 +163,9 @@ def _decoded_discovery(value) -> DiscoveryRead:
     if len(files) != len(real):
         raise BadEntry("files and real paths differ in number")
     found_files = [Path(name) for name in files]
-    found = Discovery(found_files, [], {path: Path(canonical) for path, canonical in zip(found_files, real)}, _texts(folders), _texts(ignore_files))
+    # Most files are their own canonical path: one Path object serves both.
+    canonical_paths = {path: path if canonical == name else Path(canonical) for path, name, canonical in zip(found_files, files, real)}
+    found = Discovery(found_files, [], canonical_paths, _texts(folders), _texts(ignore_files))
     return DiscoveryRead(
         _texts(paths),
         found,
@@ -210,6 +212,7 @@ class StatIndex(RunInputs):
         self._used: set[str] = set()
         self._used_discoveries: set = set()
         self._used_names: set[tuple] = set()
+        self._absolute: dict[str, str] = {}  # each path as a run spelled it -> its absolute path
         self.discoveries = 0  # walks made (for tests)
         self.files_read = 0  # files read (for tests)
         entry = cache.load_inputs(self._key, self._decode)
@@ -235,7 +238,11 @@ class StatIndex(RunInputs):
         kept = {}
         for path, row in files.items():
             stamp, digest = _list(row, 2, 2)
-            kept[_text(path)] = (_file_stamp(stamp), _text(digest))
+            if type(path) is not str or type(digest) is not str or type(stamp) is not list or len(stamp) != 5:
+                raise BadEntry("a bad file")
+            # Its parts are not checked one by one: a stamp is only ever compared with a stat
+            # (`known_hash`), which nothing but five equal numbers matches.
+            kept[path] = (tuple(stamp), digest)
         return discoveries, names, displays, kept
 
     def _discovered(self, paths: list[Path], settings, force_exclude: bool) -> Discovery:
@@ -293,8 +300,16 @@ class StatIndex(RunInputs):
             self._changed = True
         return display
 
+    def _absolute_of(self, path: Path) -> str:
+        # One project file is named relative or absolute by different runs.
+        text = os.fspath(path)
+        name = self._absolute.get(text)
+        if name is None:
+            name = self._absolute[text] = os.path.abspath(text)
+        return name
+
     def known_hash(self, path: Path) -> Optional[str]:
-        name = os.path.abspath(path)  # one project file is named relative or absolute by different runs
+        name = self._absolute_of(path)
         kept = self._files.get(name)
         if kept is None or stat_key(name) != kept[0]:
             return None
@@ -302,7 +317,7 @@ class StatIndex(RunInputs):
         return kept[1]
 
     def file_hash(self, path: Path) -> tuple[bytes, str]:
-        name = os.path.abspath(path)
+        name = self._absolute_of(path)
         stamp = stat_key(name)
         started = time.time_ns()
         data = self.read_bytes(path)
@@ -324,7 +339,7 @@ class StatIndex(RunInputs):
         # discovery and names, the latest `KEPT_ASKS`; the files are the project's.
         used_roots = {roots for roots, _text in self._used_names}
         # Display paths are kept per spelling (relative, absolute) while their file is.
-        displays = {text: display for text, display in self._displays.items() if os.path.abspath(text) in self._used}
+        displays = {text: display for text, display in self._displays.items() if self._absolute_of(text) in self._used}
         unused = (
             len(self._used) != len(self._files)
             or len(displays) != len(self._displays)

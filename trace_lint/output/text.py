@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from wcwidth import wcwidth
-
 from ..core.findings import Finding
 from . import OutputContext, rule_help
 
@@ -67,6 +65,8 @@ def _display_width(text: str) -> int:
     ones none (wcwidth's tables)."""
     if text.isascii() and text.isprintable():
         return len(text)
+    from wcwidth import wcwidth  # loaded for the first text that is not printable ASCII
+
     return sum(max(wcwidth(character), 0) for character in text)
 
 
@@ -75,6 +75,8 @@ def _blank(text: str) -> str:
     same tab stop as the code above it."""
     if text.isascii() and text.replace("\t", "").isprintable():
         return text.translate(_ASCII_BLANKS)
+    from wcwidth import wcwidth
+
     return "".join(character if character == "\t" else " " * max(wcwidth(character), 0) for character in text)
 
 
