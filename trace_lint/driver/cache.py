@@ -547,15 +547,13 @@ def _decoded_slice(record: AnalysisRecord, selected: set[str]) -> ReportedSlice:
     """`ReportedSlice.of` a record read back, decoding the findings of the needed files only:
     the others are looked at for their file and where their chains start, nothing more. A
     digest guards the entry's bytes, so what is left undecoded was written by a run."""
-    located: set[str] = set()
-    needed = set(selected)
-    for group in record.groups:
-        for item in _list(group.stored, MAX_INT):
-            filename, starts = _finding_places(item)
-            located.add(filename)
-            if filename not in needed and not starts.isdisjoint(selected):
-                needed.add(filename)
-    parts = [[finding_from_data(item, record.files) for item in group.stored if _finding_places(item)[0] in needed] for group in record.groups]
+    places = [[_finding_places(item) for item in _list(group.stored, MAX_INT)] for group in record.groups]
+    located = {filename for group_places in places for filename, _starts in group_places}
+    needed = set(selected) | {filename for group_places in places for filename, starts in group_places if not starts.isdisjoint(selected)}
+    parts = [
+        [finding_from_data(item, record.files) for item, (filename, _starts) in zip(group.stored, group_places) if filename in needed]
+        for group, group_places in zip(record.groups, places)
+    ]
     stored = record.stored_reported
     return ReportedSlice(located, needed, _reported({d: stored[d] for d in needed if d in stored}, record.files, union(parts)))
 
